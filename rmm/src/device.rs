@@ -1,0 +1,122 @@
+//! Devices: the current device, device count, a set-and-restore guard and
+//! free/total memory (`rmm/cuda_device.hpp`).
+
+use crate::align::{align_down, CUDA_ALLOCATION_ALIGNMENT};
+use crate::driver;
+use crate::error::{Error, Result};
+
+/// A CUDA device ordinal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceId(pub i32);
+
+impl DeviceId {
+    /// The ordinal as an `i32`, as the driver takes it.
+    pub const fn value(self) -> i32 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "device {}", self.0)
+    }
+}
+
+/// True when the driver loads and reports at least one GPU.
+///
+/// ```
+/// // Runs anywhere: on a machine without a GPU this is simply false.
+/// let _ = rmm::device::is_available();
+/// ```
+pub fn is_available() -> bool {
+    driver::device_count() > 0
+}
+
+/// Number of CUDA devices (0 without a usable driver or GPU).
+pub fn device_count() -> usize {
+    driver::device_count()
+}
+
+/// The device current on this thread (device 0 until another is set).
+///
+/// # Errors
+/// The driver's error when no GPU is usable.
+pub fn current_device() -> Result<DeviceId> {
+    driver::current_device().map(DeviceId)
+}
+
+/// Makes `device` current on this thread (like `cudaSetDevice`).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a device that does not exist.
+pub fn set_current_device(device: DeviceId) -> Result<()> {
+    driver::set_current_device(device.0)
+}
+
+/// `(free, total)` memory of the current device, in bytes.
+pub fn available_device_memory() -> Result<(usize, usize)> {
+    driver::mem_get_info()
+}
+
+/// `percent`% of the current device's free memory, rounded down to 256 bytes.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `percent` exceeds 100.
+pub fn percent_of_free_device_memory(percent: u32) -> Result<usize> {
+    if percent > 100 {
+        return Err(Error::InvalidArgument(format!("percent {percent} > 100")));
+    }
+    let (free, _) = available_device_memory()?;
+    let bytes = (free as u128 * percent as u128 / 100) as usize;
+    Ok(align_down(bytes, CUDA_ALLOCATION_ALIGNMENT))
+}
+
+/// Makes a device current for its lifetime and restores the previous one on
+/// drop (`cuda_set_device_raii`). Not `Send`: the current device is a
+/// per-thread setting.
+///
+/// ```no_run
+/// use rmm::device::{current_device, DeviceGuard, DeviceId};
+/// let before = current_device()?;
+/// {
+///     let _g = DeviceGuard::new(DeviceId(0))?;
+///     assert_eq!(current_device()?, DeviceId(0));
+/// }
+/// assert_eq!(current_device()?, before);
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct DeviceGuard {
+    previous: DeviceId,
+    switched: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl DeviceGuard {
+    /// Switches to `device` (a no-op when it is already current).
+    ///
+    /// # Errors
+    /// The driver's error, or [`Error::InvalidArgument`] for a bad ordinal.
+    pub fn new(device: DeviceId) -> Result<Self> {
+        let previous = current_device()?;
+        let switched = previous != device;
+        if switched {
+            set_current_device(device)?;
+        }
+        Ok(DeviceGuard {
+            previous,
+            switched,
+            _not_send: std::marker::PhantomData,
+        })
+    }
+}
+
+impl Drop for DeviceGuard {
+    fn drop(&mut self) {
+        if self.switched {
+            if let Err(e) = set_current_device(self.previous) {
+                log::error!("DeviceGuard could not restore {}: {e}", self.previous);
+            }
+        }
+    }
+}

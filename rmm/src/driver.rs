@@ -1,0 +1,667 @@
+//! Every raw CUDA driver call of the crate lives in this module.
+//!
+//! The rest of `rmm` sees safe(ish) functions that take and return plain
+//! integers ([`DevicePtr`] addresses, stream and event handles as `usize`) and
+//! a [`Result`]. Swapping the binding (cust's `cust::sys` today, cudarc
+//! tomorrow) touches this file alone. Status codes become [`Error`]s through
+//! [`Error::from_cuda`], the one place where out-of-memory is recognised.
+//!
+//! Contexts follow the CUDA runtime's model: each device's *primary* context
+//! is retained once and kept for the life of the process (the same context
+//! CuPy and PyTorch use); a thread that has no current context gets the
+//! primary context of device 0 on its first driver call, as `cudaSetDevice(0)`
+//! would give it.
+
+#![allow(clippy::missing_safety_doc)]
+
+use std::cell::Cell;
+use std::ffi::{c_void, CStr};
+use std::sync::{Mutex, OnceLock};
+
+use cust::sys as cu;
+
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+
+/// Maps a driver status to `Ok(())` or an [`Error`] via [`Error::from_cuda`].
+fn check(status: cu::CUresult, call: &'static str, requested: usize) -> Result<()> {
+    if status == cu::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    Err(Error::from_cuda(
+        status as u32,
+        error_name(status),
+        call,
+        requested,
+    ))
+}
+
+/// The driver's name for a status code (`CUDA_ERROR_...`).
+fn error_name(status: cu::CUresult) -> &'static str {
+    let mut name: *const std::os::raw::c_char = std::ptr::null();
+    // SAFETY: cuGetErrorName writes a pointer to a static string (or leaves it
+    // null for unknown codes); `name` is a valid out-pointer.
+    let ok = unsafe { cu::cuGetErrorName(status, &mut name) };
+    if ok != cu::CUresult::CUDA_SUCCESS || name.is_null() {
+        return "CUDA_ERROR_UNKNOWN";
+    }
+    // SAFETY: the driver returns a NUL-terminated string with static lifetime.
+    unsafe { CStr::from_ptr(name) }
+        .to_str()
+        .unwrap_or("CUDA_ERROR_UNKNOWN")
+}
+
+macro_rules! call {
+    ($f:ident ( $($arg:expr),* $(,)? )) => {
+        call!($f($($arg),*), requested = 0)
+    };
+    ($f:ident ( $($arg:expr),* $(,)? ), requested = $req:expr) => {{
+        // SAFETY: every argument is a value or a valid out-pointer built by the
+        // caller for this exact driver entry point; the driver validates handles.
+        let status = unsafe { cu::$f($($arg),*) };
+        check(status, stringify!($f), $req)
+    }};
+}
+
+// ---------------------------------------------------------------------------
+// Initialisation, devices and contexts
+// ---------------------------------------------------------------------------
+
+static INIT: OnceLock<Result<()>> = OnceLock::new();
+
+/// Initialises the driver once per process. Fails with the driver's error
+/// (e.g. `CUDA_ERROR_NO_DEVICE`) on machines without a usable GPU.
+pub fn init() -> Result<()> {
+    INIT.get_or_init(|| call!(cuInit(0))).clone()
+}
+
+/// Number of CUDA devices; 0 when the driver cannot initialise.
+pub fn device_count() -> usize {
+    if init().is_err() {
+        return 0;
+    }
+    let mut n = 0;
+    match call!(cuDeviceGetCount(&mut n)) {
+        Ok(()) => n.max(0) as usize,
+        Err(_) => 0,
+    }
+}
+
+/// Primary contexts retained so far, by device ordinal (stored as addresses).
+static PRIMARY: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn primary_context(device: i32) -> Result<cu::CUcontext> {
+    init()?;
+    let count = device_count();
+    if device < 0 || device as usize >= count {
+        return Err(Error::InvalidArgument(format!(
+            "device {device} does not exist (device count {count})"
+        )));
+    }
+    let mut table = PRIMARY.lock().unwrap_or_else(|e| e.into_inner());
+    if table.len() <= device as usize {
+        table.resize(count, 0);
+    }
+    if table[device as usize] == 0 {
+        let mut dev = 0;
+        call!(cuDeviceGet(&mut dev, device))?;
+        let mut ctx: cu::CUcontext = std::ptr::null_mut();
+        call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        table[device as usize] = ctx as usize;
+    }
+    Ok(table[device as usize] as cu::CUcontext)
+}
+
+thread_local! {
+    static HAS_CONTEXT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Makes sure this thread has a current context (device 0's primary context
+/// if it had none). Cheap after the first call on a thread.
+pub fn ensure_context() -> Result<()> {
+    if HAS_CONTEXT.with(|c| c.get()) {
+        return Ok(());
+    }
+    init()?;
+    let mut ctx: cu::CUcontext = std::ptr::null_mut();
+    call!(cuCtxGetCurrent(&mut ctx))?;
+    if ctx.is_null() {
+        let primary = primary_context(0)?;
+        call!(cuCtxSetCurrent(primary))?;
+    }
+    HAS_CONTEXT.with(|c| c.set(true));
+    Ok(())
+}
+
+/// Ordinal of the device whose context is current on this thread.
+pub fn current_device() -> Result<i32> {
+    ensure_context()?;
+    let mut dev = 0;
+    call!(cuCtxGetDevice(&mut dev))?;
+    Ok(dev)
+}
+
+/// Makes `device`'s primary context current on this thread (`cudaSetDevice`).
+pub fn set_current_device(device: i32) -> Result<()> {
+    let ctx = primary_context(device)?;
+    call!(cuCtxSetCurrent(ctx))?;
+    HAS_CONTEXT.with(|c| c.set(true));
+    Ok(())
+}
+
+/// The primary context of `device`, as an opaque address (for peer copies).
+pub fn primary_context_handle(device: i32) -> Result<usize> {
+    primary_context(device).map(|c| c as usize)
+}
+
+/// Free and total memory of the current device, in bytes.
+pub fn mem_get_info() -> Result<(usize, usize)> {
+    ensure_context()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    call!(cuMemGetInfo_v2(&mut free, &mut total))?;
+    Ok((free, total))
+}
+
+/// An integer attribute of `device`.
+pub fn device_attribute(device: i32, attribute: cu::CUdevice_attribute) -> Result<i32> {
+    init()?;
+    let mut dev = 0;
+    call!(cuDeviceGet(&mut dev, device))?;
+    let mut value = 0;
+    call!(cuDeviceGetAttribute(&mut value, attribute, dev))?;
+    Ok(value)
+}
+
+/// Whether `device` supports stream-ordered allocation (`cuMemAllocAsync`).
+pub fn supports_memory_pools(device: i32) -> Result<bool> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    )
+    .map(|v| v != 0)
+}
+
+/// Whether `device` supports concurrent managed access (prefetching).
+pub fn supports_concurrent_managed_access(device: i32) -> Result<bool> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    )
+    .map(|v| v != 0)
+}
+
+/// Whether `device` supports the virtual memory management API.
+pub fn supports_virtual_memory(device: i32) -> Result<bool> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED,
+    )
+    .map(|v| v != 0)
+}
+
+/// Synchronises the current context (`cudaDeviceSynchronize`).
+pub fn device_synchronize() -> Result<()> {
+    ensure_context()?;
+    call!(cuCtxSynchronize())
+}
+
+// ---------------------------------------------------------------------------
+// Plain allocations
+// ---------------------------------------------------------------------------
+
+/// `cuMemAlloc`.
+pub fn mem_alloc(bytes: usize) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut p: cu::CUdeviceptr = 0;
+    call!(cuMemAlloc_v2(&mut p, bytes), requested = bytes)?;
+    Ok(DevicePtr::new(p))
+}
+
+/// `cuMemFree`.
+///
+/// # Safety
+/// `ptr` came from [`mem_alloc`] or [`mem_alloc_managed`] and is not used after.
+pub unsafe fn mem_free(ptr: DevicePtr) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemFree_v2(ptr.addr()))
+}
+
+/// `cuMemAllocManaged` with global attachment.
+pub fn mem_alloc_managed(bytes: usize) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut p: cu::CUdeviceptr = 0;
+    call!(
+        cuMemAllocManaged(&mut p, bytes, cu::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32),
+        requested = bytes
+    )?;
+    Ok(DevicePtr::new(p))
+}
+
+/// `cuMemHostAlloc` (page-locked, portable, device-mapped host memory).
+pub fn mem_host_alloc(bytes: usize) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
+    call!(cuMemHostAlloc(&mut p, bytes, 0x01 | 0x02), requested = bytes)?;
+    Ok(DevicePtr::new(p as u64))
+}
+
+/// `cuMemFreeHost`.
+///
+/// # Safety
+/// `ptr` came from [`mem_host_alloc`] and is not used after.
+pub unsafe fn mem_free_host(ptr: DevicePtr) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemFreeHost(ptr.addr() as *mut c_void))
+}
+
+// ---------------------------------------------------------------------------
+// Stream-ordered allocation and driver pools
+// ---------------------------------------------------------------------------
+
+/// `cuMemAllocFromPoolAsync`.
+pub fn mem_alloc_from_pool_async(bytes: usize, pool: usize, stream: usize) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut p: cu::CUdeviceptr = 0;
+    call!(
+        cuMemAllocFromPoolAsync(&mut p, bytes, pool as cu::CUmemoryPool, stream as cu::CUstream),
+        requested = bytes
+    )?;
+    Ok(DevicePtr::new(p))
+}
+
+/// `cuMemFreeAsync`.
+///
+/// # Safety
+/// `ptr` came from a stream-ordered allocation and is not used after in
+/// `stream` order.
+pub unsafe fn mem_free_async(ptr: DevicePtr, stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemFreeAsync(ptr.addr(), stream as cu::CUstream))
+}
+
+/// Creates a driver memory pool on `device` (`cuMemPoolCreate`).
+/// `handle_types` is a `CUmemAllocationHandleType` bit set (0 for none).
+pub fn mem_pool_create(device: i32, handle_types: u32) -> Result<usize> {
+    ensure_context()?;
+    // SAFETY: CUmemPoolProps is a plain C struct for which all-zero is valid.
+    let mut props: cu::CUmemPoolProps = unsafe { std::mem::zeroed() };
+    props.allocType = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    // SAFETY: the handle-type enum is a C bit set; the driver validates the bits.
+    props.handleTypes = unsafe { std::mem::transmute::<u32, cu::CUmemAllocationHandleType>(handle_types) };
+    props.location = cu::CUmemLocation {
+        type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: device,
+    };
+    let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+    call!(cuMemPoolCreate(&mut pool, &props))?;
+    Ok(pool as usize)
+}
+
+/// `cuMemPoolDestroy`.
+///
+/// # Safety
+/// `pool` came from [`mem_pool_create`] and is not used after.
+pub unsafe fn mem_pool_destroy(pool: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemPoolDestroy(pool as cu::CUmemoryPool))
+}
+
+/// Sets a 64-bit pool attribute such as the release threshold.
+pub fn mem_pool_set_u64(pool: usize, attr: cu::CUmemPool_attribute, value: u64) -> Result<()> {
+    ensure_context()?;
+    let mut v = value;
+    call!(cuMemPoolSetAttribute(
+        pool as cu::CUmemoryPool,
+        attr,
+        (&mut v as *mut u64).cast()
+    ))
+}
+
+/// Reads a 64-bit pool attribute.
+pub fn mem_pool_get_u64(pool: usize, attr: cu::CUmemPool_attribute) -> Result<u64> {
+    ensure_context()?;
+    let mut v: u64 = 0;
+    call!(cuMemPoolGetAttribute(
+        pool as cu::CUmemoryPool,
+        attr,
+        (&mut v as *mut u64).cast()
+    ))?;
+    Ok(v)
+}
+
+/// `cuMemPoolTrimTo`.
+pub fn mem_pool_trim_to(pool: usize, keep: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemPoolTrimTo(pool as cu::CUmemoryPool, keep))
+}
+
+/// Pool attributes used by the crate.
+pub use cu::CUmemPool_attribute as PoolAttribute;
+
+// ---------------------------------------------------------------------------
+// Virtual memory management
+// ---------------------------------------------------------------------------
+
+fn pinned_device_prop(device: i32) -> cu::CUmemAllocationProp {
+    // SAFETY: CUmemAllocationProp is a plain C struct for which all-zero is valid.
+    let mut prop: cu::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+    prop.type_ = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = cu::CUmemLocation {
+        type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: device,
+    };
+    prop
+}
+
+/// Minimum granularity of physical allocations on `device`.
+pub fn vmm_granularity(device: i32) -> Result<usize> {
+    ensure_context()?;
+    let prop = pinned_device_prop(device);
+    let mut g = 0usize;
+    call!(cuMemGetAllocationGranularity(
+        &mut g,
+        &prop,
+        cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM
+    ))?;
+    Ok(g)
+}
+
+/// Reserves `bytes` of virtual address space (`cuMemAddressReserve`).
+pub fn vmm_reserve(bytes: usize, alignment: usize) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut p: cu::CUdeviceptr = 0;
+    call!(
+        cuMemAddressReserve(&mut p, bytes, alignment, 0, 0),
+        requested = bytes
+    )?;
+    Ok(DevicePtr::new(p))
+}
+
+/// Frees a reservation (`cuMemAddressFree`).
+///
+/// # Safety
+/// Nothing is mapped in the range any more.
+pub unsafe fn vmm_free_reservation(ptr: DevicePtr, bytes: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemAddressFree(ptr.addr(), bytes))
+}
+
+/// Creates `bytes` of physical memory on `device` (`cuMemCreate`); returns the handle.
+pub fn vmm_create(device: i32, bytes: usize) -> Result<u64> {
+    ensure_context()?;
+    let prop = pinned_device_prop(device);
+    let mut h: cu::CUmemGenericAllocationHandle = 0;
+    call!(cuMemCreate(&mut h, bytes, &prop, 0), requested = bytes)?;
+    Ok(h)
+}
+
+/// Releases a physical allocation handle (`cuMemRelease`).
+///
+/// # Safety
+/// The handle came from [`vmm_create`]; mappings keep the memory alive.
+pub unsafe fn vmm_release(handle: u64) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemRelease(handle))
+}
+
+/// Maps `handle` at `ptr` and grants `device` read-write access.
+pub fn vmm_map(ptr: DevicePtr, bytes: usize, handle: u64, device: i32) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemMap(ptr.addr(), bytes, 0, handle, 0), requested = bytes)?;
+    let desc = cu::CUmemAccessDesc {
+        location: cu::CUmemLocation {
+            type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: device,
+        },
+        flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    let r = call!(cuMemSetAccess(ptr.addr(), bytes, &desc, 1), requested = bytes);
+    if r.is_err() {
+        // SAFETY: the range was mapped just above and nothing uses it yet.
+        let _ = unsafe { vmm_unmap(ptr, bytes) };
+    }
+    r
+}
+
+/// Unmaps a range (`cuMemUnmap`).
+///
+/// # Safety
+/// No pending or future work uses the range.
+pub unsafe fn vmm_unmap(ptr: DevicePtr, bytes: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemUnmap(ptr.addr(), bytes))
+}
+
+// ---------------------------------------------------------------------------
+// Streams and events
+// ---------------------------------------------------------------------------
+
+/// Creates a stream; `non_blocking` avoids implicit sync with the legacy stream.
+pub fn stream_create(non_blocking: bool) -> Result<usize> {
+    ensure_context()?;
+    let mut s: cu::CUstream = std::ptr::null_mut();
+    call!(cuStreamCreate(&mut s, if non_blocking { 1 } else { 0 }))?;
+    Ok(s as usize)
+}
+
+/// Destroys a stream.
+///
+/// # Safety
+/// `stream` came from [`stream_create`] and is not used after.
+pub unsafe fn stream_destroy(stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuStreamDestroy_v2(stream as cu::CUstream))
+}
+
+/// Blocks until all work on `stream` has finished.
+pub fn stream_synchronize(stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuStreamSynchronize(stream as cu::CUstream))
+}
+
+/// True when all work on `stream` has finished.
+pub fn stream_query(stream: usize) -> Result<bool> {
+    ensure_context()?;
+    // SAFETY: the stream handle is validated by the driver.
+    let status = unsafe { cu::cuStreamQuery(stream as cu::CUstream) };
+    match status {
+        cu::CUresult::CUDA_SUCCESS => Ok(true),
+        cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        other => check(other, "cuStreamQuery", 0).map(|_| false),
+    }
+}
+
+/// Makes `stream` wait (on the GPU) for `event`.
+pub fn stream_wait_event(stream: usize, event: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuStreamWaitEvent(stream as cu::CUstream, event as cu::CUevent, 0))
+}
+
+/// Creates an event; timing is disabled unless `timing` is set.
+pub fn event_create(timing: bool) -> Result<usize> {
+    ensure_context()?;
+    let mut e: cu::CUevent = std::ptr::null_mut();
+    let flags = if timing {
+        0
+    } else {
+        cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+    };
+    call!(cuEventCreate(&mut e, flags))?;
+    Ok(e as usize)
+}
+
+/// Destroys an event.
+///
+/// # Safety
+/// `event` came from [`event_create`] and is not used after.
+pub unsafe fn event_destroy(event: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuEventDestroy_v2(event as cu::CUevent))
+}
+
+/// Records `event` on `stream`.
+pub fn event_record(event: usize, stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuEventRecord(event as cu::CUevent, stream as cu::CUstream))
+}
+
+/// Blocks until `event` has completed.
+pub fn event_synchronize(event: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuEventSynchronize(event as cu::CUevent))
+}
+
+/// Milliseconds between two recorded timing events.
+pub fn event_elapsed_ms(start: usize, end: usize) -> Result<f32> {
+    ensure_context()?;
+    let mut ms = 0f32;
+    call!(cuEventElapsedTime(
+        &mut ms,
+        start as cu::CUevent,
+        end as cu::CUevent
+    ))?;
+    Ok(ms)
+}
+
+// ---------------------------------------------------------------------------
+// Copies, memsets, prefetch, pointer queries, peers
+// ---------------------------------------------------------------------------
+
+/// `cuMemcpyAsync` between any two addresses of the unified address space.
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy completes in `stream` order.
+pub unsafe fn memcpy_async(dst: u64, src: u64, bytes: usize, stream: usize) -> Result<()> {
+    ensure_context()?;
+    if bytes == 0 {
+        return Ok(());
+    }
+    call!(cuMemcpyAsync(dst, src, bytes, stream as cu::CUstream))
+}
+
+/// `cuMemcpyPeerAsync` from `src` on `src_device` to `dst` on `dst_device`.
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy completes in `stream` order.
+pub unsafe fn memcpy_peer_async(
+    dst: u64,
+    dst_device: i32,
+    src: u64,
+    src_device: i32,
+    bytes: usize,
+    stream: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let dctx = primary_context(dst_device)?;
+    let sctx = primary_context(src_device)?;
+    call!(cuMemcpyPeerAsync(
+        dst,
+        dctx,
+        src,
+        sctx,
+        bytes,
+        stream as cu::CUstream
+    ))
+}
+
+/// Fills `count` elements of 1, 2 or 4 bytes at `dst` with `value` (`cuMemsetD*Async`).
+///
+/// # Safety
+/// The range is valid device memory until the memset completes in `stream` order.
+pub unsafe fn memset_async(
+    dst: u64,
+    value: u32,
+    element_size: usize,
+    count: usize,
+    stream: usize,
+) -> Result<()> {
+    ensure_context()?;
+    if count == 0 {
+        return Ok(());
+    }
+    let s = stream as cu::CUstream;
+    match element_size {
+        1 => call!(cuMemsetD8Async(dst, value as u8, count, s)),
+        2 => call!(cuMemsetD16Async(dst, value as u16, count, s)),
+        4 => call!(cuMemsetD32Async(dst, value, count, s)),
+        n => Err(Error::InvalidArgument(format!(
+            "memset element size {n} (must be 1, 2 or 4)"
+        ))),
+    }
+}
+
+/// Prefetches managed memory to `device` (`cuMemPrefetchAsync`).
+pub fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: i32, stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemPrefetchAsync(
+        ptr.addr(),
+        bytes,
+        device,
+        stream as cu::CUstream
+    ))
+}
+
+/// What the driver knows about an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointerKind {
+    /// Device memory (including managed memory) of the given device ordinal.
+    Device(i32),
+    /// Host memory known to the driver (pinned / registered).
+    Host,
+    /// Not an address the driver knows (plain pageable host memory or garbage).
+    Unknown,
+}
+
+/// Classifies `ptr` with `cuPointerGetAttribute`.
+pub fn pointer_kind(ptr: u64) -> Result<PointerKind> {
+    ensure_context()?;
+    let mut mem_type: u32 = 0;
+    // SAFETY: `mem_type` is a valid out-pointer of the attribute's size.
+    let status = unsafe {
+        cu::cuPointerGetAttribute(
+            (&mut mem_type as *mut u32).cast(),
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            ptr,
+        )
+    };
+    if status == cu::CUresult::CUDA_ERROR_INVALID_VALUE {
+        return Ok(PointerKind::Unknown);
+    }
+    check(status, "cuPointerGetAttribute", 0)?;
+    if mem_type == cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 {
+        return Ok(PointerKind::Host);
+    }
+    let mut ordinal: i32 = -1;
+    call!(cuPointerGetAttribute(
+        (&mut ordinal as *mut i32).cast(),
+        cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        ptr
+    ))?;
+    Ok(PointerKind::Device(ordinal))
+}
+
+/// Whether `device` can access `peer`'s memory directly.
+pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
+    init()?;
+    let (mut d, mut p) = (0, 0);
+    call!(cuDeviceGet(&mut d, device))?;
+    call!(cuDeviceGet(&mut p, peer))?;
+    let mut can = 0;
+    call!(cuDeviceCanAccessPeer(&mut can, d, p))?;
+    Ok(can != 0)
+}
+
+/// Lets the current context access `peer`'s memory; already-enabled is success.
+pub fn enable_peer_access(peer: i32) -> Result<()> {
+    ensure_context()?;
+    let ctx = primary_context(peer)?;
+    // SAFETY: `ctx` is a retained primary context.
+    let status = unsafe { cu::cuCtxEnablePeerAccess(ctx, 0) };
+    if status == cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+        return Ok(());
+    }
+    check(status, "cuCtxEnablePeerAccess", 0)
+}

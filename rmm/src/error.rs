@@ -1,0 +1,92 @@
+//! The crate's one error type.
+//!
+//! Every fallible call in `rmm` returns [`Result<T>`](Result). CUDA driver status
+//! codes are turned into [`Error`] in exactly one place, [`Error::from_cuda`]:
+//! that is where the driver's out-of-memory code becomes [`Error::OutOfMemory`],
+//! so callers that spill on out-of-memory can match that one variant.
+
+use thiserror::Error;
+
+/// Errors returned by memory resources, containers, streams and devices.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A CUDA driver call failed with a code other than out-of-memory.
+    #[error("CUDA error {code} ({name}) in {call}")]
+    Cuda {
+        /// The raw `CUresult` value.
+        code: u32,
+        /// The driver's name for the code, e.g. `CUDA_ERROR_INVALID_VALUE`.
+        name: &'static str,
+        /// The driver call or operation that failed.
+        call: &'static str,
+    },
+    /// The request could not be satisfied because memory ran out (device,
+    /// pool, arena or a configured limit). The message contains `out_of_memory`.
+    #[error("out_of_memory: failed to allocate {requested} bytes: {reason}")]
+    OutOfMemory {
+        /// The size that was asked for, in bytes.
+        requested: usize,
+        /// Why: which resource and what limit.
+        reason: String,
+    },
+    /// An allocation failed for a reason other than exhausted memory, such as
+    /// an alignment the resource cannot provide.
+    #[error("bad_alloc: {0}")]
+    BadAlloc(String),
+    /// A precondition of the call was violated (bad configuration, unsupported
+    /// feature, wrong device).
+    #[error("logic error: {0}")]
+    Logic(String),
+    /// An index or range is outside a container.
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// An argument has a value the call cannot take.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// `Result` with [`Error`] as its error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `CUDA_ERROR_OUT_OF_MEMORY`, the driver's only out-of-memory code.
+const CUDA_ERROR_OUT_OF_MEMORY: u32 = 2;
+
+impl Error {
+    /// Maps a non-success CUDA driver status to an error.
+    ///
+    /// This is the single place where the driver's out-of-memory code is
+    /// recognised: it becomes [`Error::OutOfMemory`] with `requested` bytes;
+    /// every other code becomes [`Error::Cuda`].
+    ///
+    /// ```
+    /// use rmm::Error;
+    /// let e = Error::from_cuda(2, "CUDA_ERROR_OUT_OF_MEMORY", "cuMemAlloc", 1 << 40);
+    /// assert!(matches!(e, Error::OutOfMemory { requested, .. } if requested == 1 << 40));
+    /// assert!(e.to_string().contains("out_of_memory"));
+    /// let e = Error::from_cuda(1, "CUDA_ERROR_INVALID_VALUE", "cuMemAlloc", 0);
+    /// assert!(matches!(e, Error::Cuda { code: 1, .. }));
+    /// ```
+    pub fn from_cuda(code: u32, name: &'static str, call: &'static str, requested: usize) -> Self {
+        if code == CUDA_ERROR_OUT_OF_MEMORY {
+            Error::OutOfMemory {
+                requested,
+                reason: format!("{call} returned {name}"),
+            }
+        } else {
+            Error::Cuda { code, name, call }
+        }
+    }
+
+    /// True for [`Error::OutOfMemory`]: the error a caller can answer by
+    /// freeing or spilling memory and trying again.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Error::OutOfMemory { .. })
+    }
+
+    /// True for errors that mean the allocation failed (out of memory or
+    /// [`Error::BadAlloc`]), as RMM's `rmm::bad_alloc` hierarchy does.
+    pub fn is_bad_alloc(&self) -> bool {
+        matches!(self, Error::OutOfMemory { .. } | Error::BadAlloc(_))
+    }
+}

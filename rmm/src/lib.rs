@@ -1,0 +1,39 @@
+//! # rmm: a Rust-native GPU memory manager
+//!
+//! Stream-ordered device memory in the spirit of NVIDIA's RAPIDS Memory
+//! Manager: memory resources, adaptors, containers, streams, the per-device
+//! current resource and an execution policy for device algorithms.
+//!
+//! | Concept | Where |
+//! |---|---|
+//! | A resource: stream-ordered `allocate` / `deallocate` | [`mr::MemoryResource`] |
+//! | Type-erased owning handle | [`mr::SharedResource`] |
+//! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
+//! | Current resource per device | [`mr::per_device`] |
+//! | Streams | [`CudaStream`], [`CudaStreamView`], [`CudaStreamPool`] |
+//! | Devices | [`device`] |
+//! | Addresses | [`DevicePtr`] |
+//! | Errors | [`Error`], [`Result`] |
+//!
+//! ```
+//! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
+//! use rmm::CudaStreamView;
+//! // Runs without a GPU: the simulated resource hands out addresses only.
+//! let mr = SimulatedMemoryResource::new(1 << 30);
+//! let p = mr.allocate(1 << 20, 256, CudaStreamView::DEFAULT)?;
+//! assert!(p.is_aligned(256));
+//! unsafe { mr.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT) };
+//! # Ok::<(), rmm::Error>(())
+//! ```
+
+pub mod align;
+pub mod device;
+pub mod driver;
+pub mod error;
+pub mod mr;
+mod ptr;
+pub mod stream;
+
+pub use error::{Error, Result};
+pub use ptr::DevicePtr;
+pub use stream::{CudaStream, CudaStreamPool, CudaStreamView};

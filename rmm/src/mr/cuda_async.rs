@@ -1,0 +1,327 @@
+//! [`CudaAsyncMemoryResource`] (its own driver memory pool) and
+//! [`CudaAsyncViewMemoryResource`] (a view over an existing pool).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::{check_base_alignment, MemoryResource};
+use crate::device::{current_device, DeviceGuard, DeviceId};
+use crate::driver::{self, PoolAttribute};
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Which shareable handle the driver pool's memory can be exported as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ExportHandleType {
+    /// No export (the default).
+    #[default]
+    None,
+    /// A POSIX file descriptor (IPC on Linux).
+    PosixFileDescriptor,
+    /// A fabric handle (multi-node NVLink).
+    Fabric,
+}
+
+impl ExportHandleType {
+    fn bits(self) -> u32 {
+        match self {
+            ExportHandleType::None => 0,
+            ExportHandleType::PosixFileDescriptor => 1,
+            ExportHandleType::Fabric => 8,
+        }
+    }
+}
+
+/// Options of [`CudaAsyncMemoryResource`].
+///
+/// ```
+/// use rmm::mr::CudaAsyncOptions;
+/// let o = CudaAsyncOptions::default().initial_pool_size(1 << 30).release_threshold(1 << 32);
+/// assert_eq!(o.release_threshold, Some(1 << 32));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct CudaAsyncOptions {
+    /// Bytes to allocate and free once at construction so that the pool holds
+    /// them from the start (`None`: no priming).
+    pub initial_pool_size: Option<usize>,
+    /// Bytes the pool keeps across synchronisations (`None`: keep everything,
+    /// i.e. `u64::MAX`, RMM's default).
+    pub release_threshold: Option<u64>,
+    /// Shareable handle type of the pool's memory.
+    pub export_handle_type: ExportHandleType,
+}
+
+impl CudaAsyncOptions {
+    /// Sets [`initial_pool_size`](Self::initial_pool_size).
+    pub fn initial_pool_size(mut self, bytes: usize) -> Self {
+        self.initial_pool_size = Some(bytes);
+        self
+    }
+    /// Sets [`release_threshold`](Self::release_threshold).
+    pub fn release_threshold(mut self, bytes: u64) -> Self {
+        self.release_threshold = Some(bytes);
+        self
+    }
+    /// Sets [`export_handle_type`](Self::export_handle_type).
+    pub fn export_handle_type(mut self, t: ExportHandleType) -> Self {
+        self.export_handle_type = t;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct OwnedPool {
+    pool: usize,
+    device: DeviceId,
+}
+
+impl Drop for OwnedPool {
+    fn drop(&mut self) {
+        let _guard = DeviceGuard::new(self.device);
+        // SAFETY: the pool was created by this object and every handle to it
+        // (the resource's clones) is gone.
+        if let Err(e) = unsafe { driver::mem_pool_destroy(self.pool) } {
+            log::error!("CudaAsyncMemoryResource: cuMemPoolDestroy failed: {e}");
+        }
+    }
+}
+
+/// Stream-ordered device memory from a driver pool that this resource creates
+/// and owns (`cuMemPoolCreate`, `cuMemAllocFromPoolAsync`, `cuMemFreeAsync`).
+///
+/// Clones share the pool; the pool is destroyed with the last clone. The
+/// resource belongs to the device current at construction: using it while
+/// another device is current is reported as [`Error::Logic`].
+///
+/// ```no_run
+/// use rmm::mr::{CudaAsyncMemoryResource, CudaAsyncOptions, MemoryResource};
+/// let mr = CudaAsyncMemoryResource::with_options(CudaAsyncOptions::default().initial_pool_size(1 << 28))?;
+/// let s = rmm::CudaStream::new()?;
+/// let p = mr.allocate(4096, 256, s.view())?;
+/// unsafe { mr.deallocate(p, 4096, 256, s.view()) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CudaAsyncMemoryResource {
+    owned: Arc<OwnedPool>,
+}
+
+impl CudaAsyncMemoryResource {
+    /// A resource with default options (keeps all memory, no priming).
+    ///
+    /// # Errors
+    /// [`Error::Logic`] when the device has no stream-ordered allocator.
+    pub fn new() -> Result<Self> {
+        Self::with_options(CudaAsyncOptions::default())
+    }
+
+    /// A resource with the given options.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] when the device has no stream-ordered allocator or
+    /// the export handle type is not supported; driver errors otherwise.
+    pub fn with_options(options: CudaAsyncOptions) -> Result<Self> {
+        let device = current_device()?;
+        if !driver::supports_memory_pools(device.0)? {
+            return Err(Error::Logic(format!("{device} does not support cuMemAllocAsync")));
+        }
+        let pool = driver::mem_pool_create(device.0, options.export_handle_type.bits()).map_err(|e| {
+            Error::Logic(format!(
+                "cannot create a driver pool with export handle {:?}: {e}",
+                options.export_handle_type
+            ))
+        })?;
+        let owned = Arc::new(OwnedPool { pool, device });
+        let threshold = options.release_threshold.unwrap_or(u64::MAX);
+        driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold)?;
+        let mr = CudaAsyncMemoryResource { owned };
+        if let Some(initial) = options.initial_pool_size.filter(|&n| n > 0) {
+            let p = mr.allocate(initial, 256, CudaStreamView::DEFAULT)?;
+            // SAFETY: `p` was just allocated with these arguments and is unused.
+            unsafe { mr.deallocate(p, initial, 256, CudaStreamView::DEFAULT) };
+            CudaStreamView::DEFAULT.synchronize()?;
+        }
+        Ok(mr)
+    }
+
+    /// The driver pool handle (`CUmemoryPool` as an integer).
+    pub fn pool_handle(&self) -> usize {
+        self.owned.pool
+    }
+
+    /// The pool's release threshold in bytes.
+    pub fn release_threshold(&self) -> Result<u64> {
+        driver::mem_pool_get_u64(self.owned.pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    }
+
+    /// Bytes the pool currently holds from the driver.
+    pub fn reserved_bytes(&self) -> Result<u64> {
+        driver::mem_pool_get_u64(
+            self.owned.pool,
+            PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        )
+    }
+
+    /// A non-owning view of this resource's pool.
+    pub fn view(&self) -> CudaAsyncViewMemoryResource {
+        CudaAsyncViewMemoryResource {
+            pool: self.owned.pool,
+            device: self.owned.device,
+            _keep: Some(self.owned.clone()),
+        }
+    }
+}
+
+impl MemoryResource for CudaAsyncMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        pool_allocate(
+            "CudaAsyncMemoryResource",
+            self.owned.pool,
+            self.owned.device,
+            bytes,
+            alignment,
+            stream,
+        )
+    }
+    unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract.
+        unsafe { pool_deallocate("CudaAsyncMemoryResource", self.owned.device, ptr, stream) }
+    }
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        pool_of(other) == Some(self.owned.pool)
+    }
+    fn device(&self) -> Option<DeviceId> {
+        Some(self.owned.device)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Stream-ordered allocation from an existing driver pool that this resource
+/// does not own (e.g. the device's default pool, or another library's pool).
+/// Equal to any resource over the same pool.
+#[derive(Debug, Clone)]
+pub struct CudaAsyncViewMemoryResource {
+    pool: usize,
+    device: DeviceId,
+    // Keeps an owning resource's pool alive when the view came from `view()`.
+    _keep: Option<Arc<OwnedPool>>,
+}
+
+impl CudaAsyncViewMemoryResource {
+    /// A view over `pool`, a `CUmemoryPool` handle of the current device.
+    ///
+    /// # Safety
+    /// `pool` is a valid pool handle that outlives the view and every
+    /// allocation made through it.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] for a null handle.
+    pub unsafe fn from_raw(pool: usize) -> Result<Self> {
+        if pool == 0 {
+            return Err(Error::Logic(
+                "CudaAsyncViewMemoryResource: null pool handle".into(),
+            ));
+        }
+        Ok(CudaAsyncViewMemoryResource {
+            pool,
+            device: current_device()?,
+            _keep: None,
+        })
+    }
+
+    /// The driver pool handle.
+    pub fn pool_handle(&self) -> usize {
+        self.pool
+    }
+}
+
+impl MemoryResource for CudaAsyncViewMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        pool_allocate(
+            "CudaAsyncViewMemoryResource",
+            self.pool,
+            self.device,
+            bytes,
+            alignment,
+            stream,
+        )
+    }
+    unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract.
+        unsafe { pool_deallocate("CudaAsyncViewMemoryResource", self.device, ptr, stream) }
+    }
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        pool_of(other) == Some(self.pool)
+    }
+    fn device(&self) -> Option<DeviceId> {
+        Some(self.device)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
+    if let Some(a) = r.downcast_ref::<CudaAsyncMemoryResource>() {
+        return Some(a.pool_handle());
+    }
+    r.downcast_ref::<CudaAsyncViewMemoryResource>().map(|v| v.pool)
+}
+
+/// Reports a resource used while another device is current.
+pub(crate) fn check_device(what: &str, device: DeviceId) -> Result<()> {
+    let current = current_device()?;
+    if current != device {
+        return Err(Error::Logic(format!(
+            "{what} belongs to {device} but {current} is current: make its device current first"
+        )));
+    }
+    Ok(())
+}
+
+fn pool_allocate(
+    what: &'static str,
+    pool: usize,
+    device: DeviceId,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+) -> Result<DevicePtr> {
+    check_base_alignment(alignment)?;
+    if bytes == 0 {
+        return Ok(DevicePtr::NULL);
+    }
+    check_device(what, device)?;
+    driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| match e {
+        Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+            requested,
+            reason: format!("{what}: {reason}"),
+        },
+        other => other,
+    })
+}
+
+/// # Safety
+/// `ptr` came from the pool and is not used after `stream`'s current work.
+unsafe fn pool_deallocate(what: &'static str, device: DeviceId, ptr: DevicePtr, stream: CudaStreamView) {
+    if ptr.is_null() {
+        return;
+    }
+    let guard = match check_device(what, device) {
+        Ok(()) => None,
+        Err(e) => {
+            log::error!("{e} (freeing {ptr} with its device made current)");
+            DeviceGuard::new(device).ok()
+        }
+    };
+    // SAFETY: the caller guarantees `ptr` came from this pool.
+    if let Err(e) = unsafe { driver::mem_free_async(ptr, stream.as_raw()) } {
+        log::error!("{what}: cuMemFreeAsync({ptr}) failed: {e}");
+    }
+    drop(guard);
+}
