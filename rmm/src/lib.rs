@@ -33,6 +33,7 @@ pub mod error;
 pub mod mr;
 mod ptr;
 pub mod stream;
+pub mod testing;
 
 pub use error::{Error, Result};
 pub use ptr::DevicePtr;

@@ -46,6 +46,7 @@ struct Callbacks {
     deallocate: Box<DeallocateCallback>,
     device_accessible: bool,
     host_accessible: bool,
+    simulated: bool,
 }
 
 impl CallbackMemoryResource {
@@ -70,8 +71,20 @@ impl CallbackMemoryResource {
                 deallocate: Box::new(deallocate),
                 device_accessible: device,
                 host_accessible: host,
+                simulated: false,
             }),
         }
+    }
+
+    /// Declares that the callbacks never use a GPU (they wrap a
+    /// [`SimulatedMemoryResource`](super::SimulatedMemoryResource), say), so
+    /// streams are never synchronised. Call it on a fresh resource, before it
+    /// is cloned; on a clone it returns the resource unchanged.
+    pub fn without_gpu(mut self) -> Self {
+        if let Some(c) = Arc::get_mut(&mut self.inner) {
+            c.simulated = true;
+        }
+        self
     }
 }
 
@@ -100,6 +113,9 @@ impl MemoryResource for CallbackMemoryResource {
     }
     fn is_host_accessible(&self) -> bool {
         self.inner.host_accessible
+    }
+    fn is_simulated(&self) -> bool {
+        self.inner.simulated
     }
     fn as_any(&self) -> &dyn Any {
         self

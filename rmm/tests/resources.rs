@@ -1,0 +1,37 @@
+//! The conformance suite over every base resource, and their own tests.
+
+#[macro_use]
+mod common;
+
+use rmm::mr::{
+    CallbackMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource,
+    MemoryResource, PinnedHostMemoryResource, SimulatedMemoryResource,
+};
+
+conformance_suite!(cuda, gpu, CudaMemoryResource::new);
+conformance_suite!(managed, gpu, ManagedMemoryResource::new, max = 256 * common::MIB);
+conformance_suite!(cuda_async, gpu, || CudaAsyncMemoryResource::new()
+    .expect("cuda_async"));
+conformance_suite!(
+    pinned_host,
+    gpu,
+    PinnedHostMemoryResource::new,
+    max = 256 * common::MIB
+);
+conformance_suite!(simulated, cpu, || SimulatedMemoryResource::new(64 * common::GIB));
+conformance_suite!(callback_over_simulated, cpu, || {
+    let sim = SimulatedMemoryResource::new(64 * common::GIB);
+    let a = sim.clone();
+    CallbackMemoryResource::new(
+        move |b, al, s| a.allocate(b, al, s),
+        move |p, b, al, s| unsafe { sim.deallocate(p, b, al, s) },
+    )
+    .without_gpu()
+});
+conformance_suite!(callback_over_cuda, gpu, || {
+    let cuda = CudaMemoryResource::new();
+    CallbackMemoryResource::new(
+        move |b, al, s| cuda.allocate(b, al, s),
+        move |p, b, al, s| unsafe { cuda.deallocate(p, b, al, s) },
+    )
+});
