@@ -35,11 +35,11 @@ pub fn gpu_available_or_skip(test: &str) -> bool {
 /// Returns from the enclosing test unless a GPU is usable (see the module docs).
 ///
 /// ```
-/// #[test]
 /// fn fills_on_the_gpu() {
 ///     rmm::require_gpu!();
 ///     // ... GPU work ...
 /// }
+/// # fills_on_the_gpu();
 /// ```
 #[macro_export]
 macro_rules! require_gpu {
