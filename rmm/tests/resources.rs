@@ -24,6 +24,7 @@ conformance_suite!(callback_over_simulated, cpu, || {
     let a = sim.clone();
     CallbackMemoryResource::new(
         move |b, al, s| a.allocate(b, al, s),
+        // SAFETY: the callback resource forwards frees of pointers it got from `sim`.
         move |p, b, al, s| unsafe { sim.deallocate(p, b, al, s) },
     )
     .without_gpu()
@@ -32,6 +33,7 @@ conformance_suite!(callback_over_cuda, gpu, || {
     let cuda = CudaMemoryResource::new();
     CallbackMemoryResource::new(
         move |b, al, s| cuda.allocate(b, al, s),
+        // SAFETY: the callback resource forwards frees of pointers it got from `cuda`.
         move |p, b, al, s| unsafe { cuda.deallocate(p, b, al, s) },
     )
 });
