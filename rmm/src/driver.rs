@@ -665,3 +665,64 @@ pub fn enable_peer_access(peer: i32) -> Result<()> {
     }
     check(status, "cuCtxEnablePeerAccess", 0)
 }
+
+// ---------------------------------------------------------------------------
+// Modules and kernel launches (used by the kernels of the rmm-suite package)
+// ---------------------------------------------------------------------------
+
+/// Loads a PTX module (NUL-terminated text) into the current context.
+pub fn module_load_data(ptx_nul_terminated: &[u8]) -> Result<usize> {
+    ensure_context()?;
+    if ptx_nul_terminated.last() != Some(&0) {
+        return Err(Error::InvalidArgument("PTX image must be NUL-terminated".into()));
+    }
+    let mut m: cu::CUmodule = std::ptr::null_mut();
+    call!(cuModuleLoadData(&mut m, ptx_nul_terminated.as_ptr().cast()))?;
+    Ok(m as usize)
+}
+
+/// Looks up a kernel by its unmangled name.
+pub fn module_get_function(module: usize, name: &CStr) -> Result<usize> {
+    ensure_context()?;
+    let mut f: cu::CUfunction = std::ptr::null_mut();
+    call!(cuModuleGetFunction(&mut f, module as cu::CUmodule, name.as_ptr()))?;
+    Ok(f as usize)
+}
+
+/// Number of multiprocessors of `device`.
+pub fn multiprocessor_count(device: i32) -> Result<i32> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    )
+}
+
+/// Launches `function` on `stream` (`cuLaunchKernel`).
+///
+/// # Safety
+/// `params` holds one pointer per kernel parameter, each pointing to a
+/// value of exactly the parameter's type, and the kernel's memory accesses
+/// are valid for the whole time it runs in `stream` order.
+pub unsafe fn launch_kernel(
+    function: usize,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_bytes: u32,
+    stream: usize,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    ensure_context()?;
+    call!(cuLaunchKernel(
+        function as cu::CUfunction,
+        grid.0,
+        grid.1,
+        grid.2,
+        block.0,
+        block.1,
+        block.2,
+        shared_bytes,
+        stream as cu::CUstream,
+        params.as_mut_ptr(),
+        std::ptr::null_mut()
+    ))
+}

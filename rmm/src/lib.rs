@@ -32,9 +32,11 @@ pub mod driver;
 pub mod error;
 pub mod mr;
 mod ptr;
+pub mod span;
 pub mod stream;
 pub mod testing;
 
 pub use error::{Error, Result};
 pub use ptr::DevicePtr;
+pub use span::{DeviceSpan, DeviceSpanMut};
 pub use stream::{CudaStream, CudaStreamPool, CudaStreamView};

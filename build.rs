@@ -1,0 +1,107 @@
+//! Compiles `kernels/` to PTX with rustc's own NVPTX backend and puts the
+//! result at `$OUT_DIR/rmm_kernels.ptx`, which `src/kernels.rs` embeds.
+//!
+//! The kernels crate is built by a nested `cargo build` for
+//! `nvptx64-nvidia-cuda` with `-Zbuild-std=core` (the target has no
+//! downloadable standard library) on the stable toolchain with
+//! `RUSTC_BOOTSTRAP=1`. See DESIGN.md / README.md for why.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "nvptx64-nvidia-cuda";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let kernels = manifest_dir.join("kernels");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=kernels/src");
+    println!("cargo:rerun-if-changed=kernels/Cargo.toml");
+    println!("cargo:rerun-if-env-changed=RMM_PTX_ARCH");
+
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    check_components(&rustc);
+
+    let arch = env::var("RMM_PTX_ARCH").unwrap_or_else(|_| "sm_80".into());
+    // One shared folder for the nested build, so that check, clippy, test and
+    // release builds compile `core` for nvptx only once.
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.join("target"))
+        .join("kernels-ptx");
+
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&kernels)
+        .args(["build", "--release", "--target", TARGET, "-Zbuild-std=core"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTFLAGS", format!("-C target-cpu={arch}"));
+    // The outer build's settings must not leak into the nvptx build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_RUSTC_WRAPPER",
+        "CARGO_PRIMARY_PACKAGE",
+        "RUSTDOCFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (key, _) in env::vars() {
+        if key.starts_with("CARGO_PROFILE_") || key.starts_with("CARGO_CFG_") {
+            cmd.env_remove(key);
+        }
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("could not run cargo for the kernels: {e}"));
+    if !status.success() {
+        panic!("building kernels/ for {TARGET} failed ({status}); see the compiler output above");
+    }
+    let ptx = target_dir.join(TARGET).join("release").join("rmm_kernels.ptx");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("rmm_kernels.ptx");
+    std::fs::copy(&ptx, &out)
+        .unwrap_or_else(|e| panic!("kernels built but {} is missing: {e}", ptx.display()));
+}
+
+/// Fails with the name of a missing rustup component and how to install it.
+fn check_components(rustc: &str) {
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_else(|| panic!("`{rustc} --print sysroot` failed"));
+    let host = env::var("HOST").expect("HOST");
+    let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+    let needs: [(&str, PathBuf); 3] = [
+        ("rust-src", sysroot.join("lib/rustlib/src/rust/library/core")),
+        ("llvm-tools", bin.join("llvm-link")),
+        (
+            "llvm-bitcode-linker",
+            bin.join("self-contained/llvm-bitcode-linker"),
+        ),
+    ];
+    let missing: Vec<&str> = needs
+        .iter()
+        .filter(|(_, p)| !exists(p))
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        panic!(
+            "the Rust GPU kernels need the rustup component(s) {}: install with\n    rustup component add {}\n",
+            missing.join(", "),
+            missing.join(" ")
+        );
+    }
+}
+
+fn exists(p: &Path) -> bool {
+    p.exists()
+}

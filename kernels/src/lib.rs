@@ -1,0 +1,18 @@
+//! GPU kernels written in Rust, compiled to PTX with rustc's own NVPTX
+//! backend (`nvptx64-nvidia-cuda`), and loaded by the host crate.
+//!
+//! [`device`] plays the role of `cuda_std`: thread and block indices,
+//! grid-stride loops, shared memory and warp operations. Every kernel is an
+//! `extern "ptx-kernel"` function with an unmangled name; the host side
+//! (`rmm-suite`'s `src/`) launches them by that name.
+#![no_std]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+#![allow(clippy::missing_safety_doc)]
+
+pub mod device;
+pub mod fill;
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    device::trap()
+}

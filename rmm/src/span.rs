@@ -1,0 +1,179 @@
+//! Typed, borrowed views of device memory: [`DeviceSpan`] and
+//! [`DeviceSpanMut`] (RMM's `cuda::std::span` conversions).
+//!
+//! Containers hand them out; device algorithms take them. A span is a
+//! pointer and a length; it does not own memory and it borrows the container
+//! it came from, so the memory outlives the span on the host side. Stream
+//! ordering remains the caller's concern, as in RMM.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+
+/// A read-only view of `len` elements of `T` in device memory.
+#[derive(Debug)]
+pub struct DeviceSpan<'a, T> {
+    ptr: DevicePtr,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for DeviceSpan<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DeviceSpan<'_, T> {}
+
+/// A writable view of `len` elements of `T` in device memory.
+#[derive(Debug)]
+pub struct DeviceSpanMut<'a, T> {
+    ptr: DevicePtr,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
+    if range.start > range.end || range.end > len {
+        return Err(Error::OutOfRange(format!(
+            "range {range:?} of a span of {len} elements"
+        )));
+    }
+    Ok(())
+}
+
+impl<'a, T> DeviceSpan<'a, T> {
+    /// A span over raw memory.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + len * size_of::<T>())` is device-accessible memory holding
+    /// `T`s, aligned for `T`, valid and not written through another path for `'a`.
+    pub unsafe fn from_raw_parts(ptr: DevicePtr, len: usize) -> Self {
+        DeviceSpan {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+    /// Address of the first element.
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+    /// The elements in `range`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when `range` does not lie inside the span.
+    pub fn subspan(&self, range: Range<usize>) -> Result<DeviceSpan<'a, T>> {
+        check_range(&range, self.len)?;
+        Ok(DeviceSpan {
+            ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
+            len: range.end - range.start,
+            _borrow: PhantomData,
+        })
+    }
+}
+
+impl<'a, T> DeviceSpanMut<'a, T> {
+    /// A writable span over raw memory.
+    ///
+    /// # Safety
+    /// As [`DeviceSpan::from_raw_parts`], and nothing else reads or writes the
+    /// memory for `'a`.
+    pub unsafe fn from_raw_parts(ptr: DevicePtr, len: usize) -> Self {
+        DeviceSpanMut {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+    /// Address of the first element.
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+    /// A read-only view of the same elements.
+    pub fn as_span(&self) -> DeviceSpan<'_, T> {
+        DeviceSpan {
+            ptr: self.ptr,
+            len: self.len,
+            _borrow: PhantomData,
+        }
+    }
+    /// Reborrows for a shorter lifetime.
+    pub fn reborrow(&mut self) -> DeviceSpanMut<'_, T> {
+        DeviceSpanMut {
+            ptr: self.ptr,
+            len: self.len,
+            _borrow: PhantomData,
+        }
+    }
+    /// The elements in `range`, writable.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when `range` does not lie inside the span.
+    pub fn subspan_mut(&mut self, range: Range<usize>) -> Result<DeviceSpanMut<'_, T>> {
+        check_range(&range, self.len)?;
+        Ok(DeviceSpanMut {
+            ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
+            len: range.end - range.start,
+            _borrow: PhantomData,
+        })
+    }
+}
+
+impl<'a, T> From<DeviceSpanMut<'a, T>> for DeviceSpan<'a, T> {
+    fn from(s: DeviceSpanMut<'a, T>) -> Self {
+        DeviceSpan {
+            ptr: s.ptr,
+            len: s.len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subspans_check_bounds() {
+        // SAFETY: the span is never dereferenced.
+        let s = unsafe { DeviceSpan::<u32>::from_raw_parts(DevicePtr::new(0x1000), 10) };
+        let sub = s.subspan(2..5).unwrap();
+        assert_eq!((sub.ptr().addr(), sub.len(), sub.size_bytes()), (0x1008, 3, 12));
+        assert!(matches!(s.subspan(5..11), Err(Error::OutOfRange(_))));
+        #[allow(clippy::reversed_empty_ranges)]
+        let bad = s.subspan(6..5);
+        assert!(bad.is_err());
+        // SAFETY: the span is never dereferenced.
+        let mut m = unsafe { DeviceSpanMut::<u64>::from_raw_parts(DevicePtr::new(0x2000), 4) };
+        assert_eq!(m.subspan_mut(1..4).unwrap().ptr().addr(), 0x2008);
+        assert!(m.subspan_mut(0..5).is_err());
+        assert_eq!(DeviceSpan::from(m).len(), 4);
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds every test binary of the workspace in release mode (no debug info)
+# and bundles them with a runner into .gpu-bundle/, to take to a GPU machine
+# that has no Rust:
+#
+#   bash scripts/gpu-bundle.sh                 # here: build and bundle
+#   bash .gpu-bundle/run.sh                    # there: RMM_REQUIRE_GPU=1, every binary
+#   RUN_TAG=memcheck bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck \
+#       --error-exitcode 1 --report-api-errors no   # (tests provoke OOM on purpose)
+#
+# The runner prints one line: SUMMARY passed=P failed=F skipped=S binaries=B.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out="$root/.gpu-bundle"
+rm -rf "$out"
+mkdir -p "$out/bin"
+cargo test --workspace --release --no-run --message-format=json-render-diagnostics "$@" \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        print(m["target"]["name"] + " " + m["executable"])
+' | while read -r name exe; do
+  cp "$exe" "$out/bin/$name"
+  strip --strip-debug "$out/bin/$name" 2>/dev/null || true
+done
+cp scripts/gpu-run.sh "$out/run.sh"
+du -sh "$out"
+ls "$out/bin"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every bundled test binary with RMM_REQUIRE_GPU=1 (so nothing can pass
+# by skipping), optionally under a wrapper such as
+# `compute-sanitizer --tool memcheck --error-exitcode 1`, and prints
+#   SUMMARY passed=P failed=F skipped=S binaries=B [sanitizer_errors=E]
+# Logs go to $LOGDIR (default: $OUT if set, else .gpu-bundle/logs).
+here=$(cd "$(dirname "$0")" && pwd)
+logs=${LOGDIR:-${OUT:-$here/logs}}
+mkdir -p "$logs"
+export RMM_REQUIRE_GPU=1
+passed=0; failed=0; skipped=0; bins=0; san=0; crashed=0
+tag=${RUN_TAG:-plain}
+for bin in "$here"/bin/*; do
+  name=$(basename "$bin")
+  log="$logs/$tag-$name.log"
+  bins=$((bins + 1))
+  "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1
+  rc=$?
+  p=$(grep -Eo 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+  f=$(grep -Eo '; [0-9]+ failed' "$log" | awk '{s+=$2} END {print s+0}')
+  s=$(grep -c 'RMM-SKIP:' "$log")
+  e=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s+=$3} END {print s+0}')
+  # compute-sanitizer exits non-zero for binaries that never call CUDA.
+  if [ "$rc" -ne 0 ] && grep -q 'terminated before first instrumented API call' "$log"; then rc=0; fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then crashed=$((crashed + 1)); f=$((f + 1)); fi
+  passed=$((passed + p - s)); failed=$((failed + f)); skipped=$((skipped + s)); san=$((san + e))
+  echo "$name: rc=$rc passed=$((p - s)) failed=$f skipped=$s sanitizer_errors=$e"
+  if [ "$rc" -ne 0 ]; then grep -E 'panicked|FAILED|failed|Invalid|ERROR' "$log" | head -20; fi
+done
+echo "SUMMARY passed=$passed failed=$failed skipped=$skipped binaries=$bins sanitizer_errors=$san crashed=$crashed ($tag)"
+[ "$failed" -eq 0 ] && [ "$san" -eq 0 ]

@@ -1,0 +1,112 @@
+//! The embedded PTX and its per-device module.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Mutex, OnceLock};
+
+use rmm::device::current_device;
+use rmm::{driver, CudaStreamView, Result};
+
+/// The PTX of `kernels/`, built by `build.rs`.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/rmm_kernels.ptx"));
+
+/// Threads per block used by the element-wise kernels.
+pub const BLOCK_SIZE: u32 = 256;
+
+/// The kernels module loaded on one device, with its functions by name.
+#[derive(Debug)]
+pub struct Kernels {
+    module: usize,
+    functions: Mutex<HashMap<&'static str, usize>>,
+    /// Multiprocessors of the device, for grid sizing.
+    pub multiprocessors: u32,
+}
+
+impl Kernels {
+    /// The module of the current device, loaded on first use (thread safe).
+    ///
+    /// # Errors
+    /// The driver's error when no GPU is usable or the PTX does not load.
+    pub fn current() -> Result<&'static Kernels> {
+        static LOADED: OnceLock<Mutex<HashMap<i32, &'static Kernels>>> = OnceLock::new();
+        let device = current_device()?;
+        let mut map = LOADED
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = map.get(&device.value()) {
+            return Ok(k);
+        }
+        let mut image = PTX.as_bytes().to_vec();
+        image.push(0);
+        let module = driver::module_load_data(&image)?;
+        let multiprocessors = driver::multiprocessor_count(device.value())?.max(1) as u32;
+        // The module lives as long as the process, like the primary context.
+        let k: &'static Kernels = Box::leak(Box::new(Kernels {
+            module,
+            functions: Mutex::new(HashMap::new()),
+            multiprocessors,
+        }));
+        map.insert(device.value(), k);
+        Ok(k)
+    }
+
+    /// The kernel named `name` (an `extern "ptx-kernel"` function).
+    ///
+    /// # Errors
+    /// The driver's error when no such kernel exists.
+    pub fn function(&self, name: &'static str) -> Result<usize> {
+        let mut f = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&h) = f.get(name) {
+            return Ok(h);
+        }
+        let cname =
+            CString::new(name).map_err(|_| rmm::Error::InvalidArgument(format!("kernel name {name:?}")))?;
+        let h = driver::module_get_function(self.module, &cname)?;
+        f.insert(name, h);
+        Ok(h)
+    }
+
+    /// A grid for a grid-stride kernel over `n` items: enough blocks to fill
+    /// the device a few times over, never more than needed.
+    pub fn grid_for(&self, n: usize, block: u32) -> u32 {
+        let needed = n.div_ceil(block as usize).max(1);
+        needed.min(self.multiprocessors as usize * 8) as u32
+    }
+
+    /// Launches kernel `name`.
+    ///
+    /// # Safety
+    /// `params` points to values of exactly the kernel's parameter types and
+    /// the memory the kernel touches stays valid in `stream` order.
+    pub unsafe fn launch(
+        &self,
+        name: &'static str,
+        grid: u32,
+        block: u32,
+        shared_bytes: u32,
+        stream: CudaStreamView,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let f = self.function(name)?;
+        // SAFETY: forwarded contract.
+        unsafe {
+            driver::launch_kernel(
+                f,
+                (grid, 1, 1),
+                (block, 1, 1),
+                shared_bytes,
+                stream.as_raw(),
+                params,
+            )
+        }
+    }
+}
+
+/// Builds the parameter array of a kernel launch from local values.
+#[macro_export]
+macro_rules! kernel_params {
+    ($($arg:ident),* $(,)?) => {
+        [$((&mut $arg) as *mut _ as *mut ::std::ffi::c_void),*]
+    };
+}
