@@ -10,7 +10,9 @@
 //! | [`kernels::PTX`] | the embedded PTX text |
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
+//! | [`copy`] | device-to-device copies through the copy kernel |
 
+pub mod copy;
 pub mod fill;
 pub mod kernels;
 

@@ -10,6 +10,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod device;
+pub mod copy;
 pub mod fill;
 
 #[panic_handler]

@@ -1,0 +1,51 @@
+//! The copy kernel on a real GPU: every alignment pairing, checked byte by byte.
+
+use rmm::mr::{CudaMemoryResource, MemoryResource};
+use rmm::{driver, CudaStream};
+use rmm_suite::copy::copy_bytes;
+
+#[test]
+fn copy_every_alignment_pair() {
+    rmm::require_gpu!();
+    let mr = CudaMemoryResource::new();
+    let s = CudaStream::new().unwrap();
+    let cap = (1 << 20) + 64;
+    let src = mr.allocate(cap, 256, s.view()).unwrap();
+    let dst = mr.allocate(cap, 256, s.view()).unwrap();
+    let pattern: Vec<u8> = (0..cap).map(|i| (i * 131 % 251) as u8).collect();
+    // SAFETY: `pattern` outlives the copy (the stream is synchronised below).
+    unsafe { driver::memcpy_async(src.addr(), pattern.as_ptr() as u64, cap, s.view().as_raw()).unwrap() };
+    for n in [1usize, 15, 16, 17, 1000, 1 << 20] {
+        for (so, d_o) in [(0usize, 0usize), (3, 3), (0, 5), (7, 1), (16, 32)] {
+            // SAFETY: both ranges are inside the allocations.
+            unsafe {
+                driver::memset_async(dst.addr(), 0xEE, 1, cap, s.view().as_raw()).unwrap();
+                copy_bytes(dst.offset(d_o), src.offset(so), n, s.view()).unwrap();
+            }
+            let mut host = vec![0u8; cap];
+            // SAFETY: `host` outlives the copy.
+            unsafe {
+                driver::memcpy_async(host.as_mut_ptr() as u64, dst.addr(), cap, s.view().as_raw()).unwrap()
+            };
+            s.synchronize().unwrap();
+            assert_eq!(
+                &host[d_o..d_o + n],
+                &pattern[so..so + n],
+                "n={n} src+{so} dst+{d_o}"
+            );
+            assert!(
+                host[..d_o].iter().chain(&host[d_o + n..]).all(|&b| b == 0xEE),
+                "write outside range"
+            );
+        }
+    }
+    // Overlapping ranges are refused.
+    // SAFETY: the call fails before launching.
+    let r = unsafe { copy_bytes(src.offset(8), src, 64, s.view()) };
+    assert!(matches!(r, Err(rmm::Error::InvalidArgument(_))));
+    // SAFETY: allocated above; the stream is idle.
+    unsafe {
+        mr.deallocate(src, cap, 256, s.view());
+        mr.deallocate(dst, cap, 256, s.view());
+    }
+}
