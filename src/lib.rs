@@ -17,3 +17,8 @@ pub mod fill;
 pub mod kernels;
 
 pub use rmm;
+
+/// The README's examples, compiled as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
