@@ -31,6 +31,7 @@ pub mod device;
 pub mod driver;
 pub mod error;
 pub mod mr;
+pub mod peer;
 mod ptr;
 pub mod span;
 pub mod stream;

@@ -32,6 +32,31 @@ pub fn gpu_available_or_skip(test: &str) -> bool {
     false
 }
 
+/// The variable naming how many GPUs a run must have (multi-GPU tests fail
+/// instead of skipping when fewer are present).
+pub const REQUIRE_GPUS_VAR: &str = "RMM_REQUIRE_GPUS";
+
+/// True when at least `n` GPUs are usable. Otherwise prints the skip marker
+/// and returns false, or panics when `RMM_REQUIRE_GPUS` is `n` or more.
+///
+/// # Panics
+/// When fewer than `n` GPUs are usable and `RMM_REQUIRE_GPUS >= n`.
+pub fn gpus_available_or_skip(n: usize, test: &str) -> bool {
+    let have = crate::device::device_count();
+    if have >= n {
+        return true;
+    }
+    let required: usize = std::env::var(REQUIRE_GPUS_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if required >= n {
+        panic!("{test}: needs {n} GPUs, found {have}, and {REQUIRE_GPUS_VAR}={required}");
+    }
+    eprintln!("{SKIP_MARKER} {test} (needs {n} GPUs, found {have})");
+    false
+}
+
 /// Returns from the enclosing test unless a GPU is usable (see the module docs).
 ///
 /// ```
@@ -50,6 +75,17 @@ macro_rules! require_gpu {
     };
     ($name:expr) => {
         if !$crate::testing::gpu_available_or_skip($name) {
+            return;
+        }
+    };
+}
+
+/// Returns from the enclosing test unless `n` GPUs are usable; see
+/// [`gpus_available_or_skip`].
+#[macro_export]
+macro_rules! require_gpus {
+    ($n:expr) => {
+        if !$crate::testing::gpus_available_or_skip($n, module_path!()) {
             return;
         }
     };

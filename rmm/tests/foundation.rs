@@ -116,7 +116,7 @@ fn devices_and_guard() {
     let (free, total) = device::available_device_memory().unwrap();
     assert!(free > 0 && free <= total);
     let half = device::percent_of_free_device_memory(50).unwrap();
-    assert!(half % 256 == 0 && half <= free / 2 + 256 && half > 0);
+    assert!(half.is_multiple_of(256) && half <= free / 2 + 256 && half > 0);
 }
 
 #[test]
@@ -199,10 +199,8 @@ fn cuda_async_options_and_views() {
     let raw_view = unsafe { CudaAsyncViewMemoryResource::from_raw(mr.pool_handle()) }.unwrap();
     assert!(raw_view.is_equal(&mr));
     // SAFETY: null is checked before use.
-    assert!(matches!(
-        unsafe { CudaAsyncViewMemoryResource::from_raw(0) },
-        Err(Error::Logic(_))
-    ));
+    let null_view = unsafe { CudaAsyncViewMemoryResource::from_raw(0) };
+    assert!(matches!(null_view, Err(Error::Logic(_))));
     common::mixed_random(&raw_view, 500, 1 << 20, 11);
     // An exportable pool (POSIX fd) works or reports a clear logic error.
     match CudaAsyncMemoryResource::with_options(

@@ -1,0 +1,144 @@
+//! RMM's multi-device rules on two GPUs. These tests need 2 GPUs: they skip
+//! with fewer, and fail instead when `RMM_REQUIRE_GPUS=2` is set.
+
+#[macro_use]
+mod common;
+
+use std::sync::Mutex;
+
+use rmm::device::{self, DeviceGuard, DeviceId};
+use rmm::driver::{self, PointerKind};
+use rmm::mr::{
+    per_device_resource, reset_per_device_resource, set_per_device_resource, CudaAsyncMemoryResource,
+    CudaMemoryResource, MemoryResource, SharedResource,
+};
+use rmm::{peer, CudaStream, Error};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// README's loop: one resource per device, made with its device current.
+fn per_device_async_resources() -> Vec<SharedResource> {
+    (0..2)
+        .map(|d| {
+            let _g = DeviceGuard::new(DeviceId(d)).unwrap();
+            let mr = SharedResource::new(CudaAsyncMemoryResource::new().unwrap());
+            set_per_device_resource(DeviceId(d), mr.clone()).unwrap();
+            mr
+        })
+        .collect()
+}
+
+#[test]
+fn per_device_registry_holds_each_devices_resource() {
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let mrs = per_device_async_resources();
+    for d in 0..2 {
+        let _g = DeviceGuard::new(DeviceId(d)).unwrap();
+        let r = per_device_resource(DeviceId(d));
+        assert!(r.ptr_eq(&mrs[d as usize]));
+        assert_eq!(r.device(), Some(DeviceId(d)));
+        let s = CudaStream::new().unwrap();
+        let p = r.allocate(1 << 20, 256, s.view()).unwrap();
+        assert_eq!(
+            driver::pointer_kind(p.addr()).unwrap(),
+            PointerKind::Device(d),
+            "memory lives on its device"
+        );
+        common::touch(r.inner(), p, 1 << 20, s.view());
+        // SAFETY: allocated just above from r; the stream is idle after touch.
+        unsafe { r.deallocate(p, 1 << 20, 256, s.view()) };
+    }
+    assert!(!mrs[0].is_equal(&mrs[1]));
+    // A resource of device 0 cannot become device 1's resource.
+    assert!(matches!(
+        set_per_device_resource(DeviceId(1), mrs[0].clone()),
+        Err(Error::Logic(_))
+    ));
+    for d in 0..2 {
+        reset_per_device_resource(DeviceId(d));
+    }
+}
+
+#[test]
+fn resource_used_under_the_wrong_device_is_an_error() {
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let mr0 = {
+        let _g = DeviceGuard::new(DeviceId(0)).unwrap();
+        CudaAsyncMemoryResource::new().unwrap()
+    };
+    let _g1 = DeviceGuard::new(DeviceId(1)).unwrap();
+    let r = mr0.allocate(4096, 256, rmm::CudaStreamView::DEFAULT);
+    assert!(
+        matches!(r, Err(Error::Logic(ref m)) if m.contains("device 0")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn peer_copy_between_devices() {
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let n = 8 << 20;
+    let cuda = CudaMemoryResource::new();
+    let (src, s0) = {
+        let _g = DeviceGuard::new(DeviceId(0)).unwrap();
+        let s0 = CudaStream::new().unwrap();
+        let p = cuda.allocate(n, 256, s0.view()).unwrap();
+        // SAFETY: p is n bytes of device 0 memory.
+        unsafe { driver::memset_async(p.addr(), 0x5A, 1, n, s0.view().as_raw()).unwrap() };
+        s0.synchronize().unwrap();
+        (p, s0)
+    };
+    let _g1 = DeviceGuard::new(DeviceId(1)).unwrap();
+    if peer::can_access_peer(DeviceId(1), DeviceId(0)).unwrap() {
+        peer::enable_peer_access(DeviceId(1), DeviceId(0)).unwrap();
+        peer::enable_peer_access(DeviceId(1), DeviceId(0)).unwrap(); // idempotent
+    }
+    assert!(matches!(
+        peer::enable_peer_access(DeviceId(1), DeviceId(1)),
+        Err(Error::Logic(_))
+    ));
+    let s1 = CudaStream::new().unwrap();
+    let dst = cuda.allocate(n, 256, s1.view()).unwrap();
+    // A pointer of the wrong device is refused before any copy.
+    // SAFETY: the call fails its pointer check before copying.
+    let wrong = unsafe { peer::copy_peer_async(dst, DeviceId(0), src, DeviceId(0), n, s1.view()) };
+    assert!(matches!(wrong, Err(Error::InvalidArgument(_))), "{wrong:?}");
+    // SAFETY: both ranges are n bytes of their devices' memory.
+    unsafe { peer::copy_peer_async(dst, DeviceId(1), src, DeviceId(0), n, s1.view()).unwrap() };
+    let mut host = vec![0u8; n];
+    // SAFETY: host outlives the copy (synchronised below).
+    unsafe { driver::memcpy_async(host.as_mut_ptr() as u64, dst.addr(), n, s1.view().as_raw()).unwrap() };
+    s1.synchronize().unwrap();
+    assert!(host.iter().all(|&b| b == 0x5A));
+    // SAFETY: both allocations are idle; each is freed with its device current.
+    unsafe { cuda.deallocate(dst, n, 256, s1.view()) };
+    let _g0 = DeviceGuard::new(DeviceId(0)).unwrap();
+    // SAFETY: as above.
+    unsafe { cuda.deallocate(src, n, 256, s0.view()) };
+}
+
+#[test]
+fn eight_threads_over_both_devices_driver_pools() {
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let mrs = per_device_async_resources();
+    std::thread::scope(|scope| {
+        for t in 0..8usize {
+            let mr = mrs[t % 2].clone();
+            scope.spawn(move || {
+                device::set_current_device(DeviceId((t % 2) as i32)).unwrap();
+                common::mixed_random(mr.inner(), 1500, 1 << 20, 300 + t as u64);
+            });
+        }
+    });
+    for d in 0..2 {
+        reset_per_device_resource(DeviceId(d));
+    }
+}
