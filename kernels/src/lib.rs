@@ -9,8 +9,8 @@
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
 #![allow(clippy::missing_safety_doc)]
 
-pub mod device;
 pub mod copy;
+pub mod device;
 pub mod fill;
 
 #[panic_handler]
