@@ -5,10 +5,8 @@
 //! that is where the driver's out-of-memory code becomes [`Error::OutOfMemory`],
 //! so callers that spill on out-of-memory can match that one variant.
 
-use thiserror::Error;
-
 /// Errors returned by memory resources, containers, streams and devices.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A CUDA driver call failed with a code other than out-of-memory.
