@@ -29,6 +29,24 @@ for line in sys.stdin:
   cp "$exe" "$out/bin/$name"
   strip --strip-debug "$out/bin/$name" 2>/dev/null || true
 done
+# The workspace's programs (demo, tools) and benchmarks go to tools/, not bin/:
+# the runner runs bin/ only.
+mkdir -p "$out/tools"
+cargo build --workspace --release --bins "$@"
+for exe in target/release/rmm-*; do
+  [ -x "$exe" ] && [ -f "$exe" ] && cp "$exe" "$out/tools/"
+done
+cargo bench --workspace --no-run --message-format=json-render-diagnostics "$@" 2>/dev/null \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"].get("kind", []):
+        print(m["target"]["name"] + " " + m["executable"])
+' | while read -r name exe; do cp "$exe" "$out/tools/bench-$name"; done
 cp scripts/gpu-run.sh "$out/run.sh"
 du -sh "$out"
-ls "$out/bin"
+ls "$out/bin" "$out/tools"

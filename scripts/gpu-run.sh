@@ -3,9 +3,10 @@
 # by skipping), optionally under a wrapper such as
 # `compute-sanitizer --tool memcheck --error-exitcode 1`, and prints
 #   SUMMARY passed=P failed=F skipped=S binaries=B [sanitizer_errors=E]
-# Logs go to $LOGDIR (default: $OUT if set, else .gpu-bundle/logs).
+# Logs go to $LOGDIR (default .gpu-bundle/logs); when $OUT is set (the GPU
+# machine's return folder) they are also packed into $OUT/logs-<tag>.tgz.
 here=$(cd "$(dirname "$0")" && pwd)
-logs=${LOGDIR:-${OUT:-$here/logs}}
+logs=${LOGDIR:-$here/logs}
 mkdir -p "$logs"
 export RMM_REQUIRE_GPU=1
 passed=0; failed=0; skipped=0; bins=0; san=0; crashed=0
@@ -27,5 +28,6 @@ for bin in "$here"/bin/*; do
   echo "$name: rc=$rc passed=$((p - s)) failed=$f skipped=$s sanitizer_errors=$e"
   if [ "$rc" -ne 0 ]; then grep -E 'panicked|FAILED|failed|Invalid|ERROR' "$log" | head -20; fi
 done
+if [ -n "${OUT:-}" ]; then tar czf "$OUT/logs-$tag.tgz" -C "$logs" .; fi
 echo "SUMMARY passed=$passed failed=$failed skipped=$skipped binaries=$bins sanitizer_errors=$san crashed=$crashed ($tag)"
 [ "$failed" -eq 0 ] && [ "$san" -eq 0 ]
