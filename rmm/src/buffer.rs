@@ -214,12 +214,30 @@ impl DeviceBuffer {
         resource: R,
     ) -> Result<Self> {
         let buf = Self::with_resource(size, stream, resource)?;
+        // SAFETY: forwarded contract; `buf` was just made with `size` bytes.
+        unsafe { Self::from_device_into(buf, src, size, stream) }
+    }
+
+    /// Copies `size` bytes at `src` into the fresh buffer `buf` (of exactly
+    /// `size` bytes, ordered on `stream`).
+    ///
+    /// # Safety
+    /// As [`from_device`](Self::from_device).
+    pub(crate) unsafe fn from_device_into(
+        buf: DeviceBuffer,
+        src: DevicePtr,
+        size: usize,
+        stream: CudaStreamView,
+    ) -> Result<Self> {
         if size > 0 {
+            buf.check_range(0, size)?;
             buf.check_real("from_device")?;
             let _g = buf.guard()?;
-            // SAFETY: the destination was just allocated with `size` bytes; the
-            // caller guarantees the source.
+            buf.before_foreign_use(stream)?;
+            // SAFETY: the destination lies inside the buffer (checked above);
+            // the caller guarantees the source.
             unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, stream.as_raw())? };
+            buf.after_foreign_use(stream)?;
         }
         Ok(buf)
     }

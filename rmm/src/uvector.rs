@@ -147,6 +147,33 @@ impl<T: DeviceCopy> DeviceUvector<T> {
         Ok(v)
     }
 
+    /// A vector holding a copy of `len` elements at `src` (device, managed or
+    /// host memory; the driver infers the direction), from `resource`,
+    /// copied on `stream` without synchronising.
+    ///
+    /// # Safety
+    /// `[src, src + len * size_of::<T>())` holds `len` valid `T`s that the
+    /// driver can copy from, and stays valid and unchanged until the copy has
+    /// run in `stream` order.
+    ///
+    /// # Errors
+    /// As [`with_resource`](Self::with_resource) and [`DeviceBuffer::from_device`].
+    pub unsafe fn from_device<R: MemoryResource>(
+        src: DevicePtr,
+        len: usize,
+        stream: CudaStreamView,
+        resource: R,
+    ) -> Result<Self> {
+        let bytes = byte_size::<T>(len)?;
+        let v = Self::with_resource(len, stream, resource)?;
+        // SAFETY: forwarded contract; `v` is freshly allocated with `bytes` bytes.
+        let buf = unsafe { DeviceBuffer::from_device_into(v.buf, src, bytes, stream)? };
+        Ok(DeviceUvector {
+            buf,
+            _marker: std::marker::PhantomData,
+        })
+    }
+
     /// Reinterprets a buffer as elements of `T`.
     ///
     /// # Errors

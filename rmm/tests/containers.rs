@@ -125,6 +125,31 @@ fn gpu_buffer_from_device_and_host_pointers() {
         }
         .unwrap();
         assert_eq!(d.to_host(s.view()).unwrap(), h, "{name} host source");
+        // Typed: a uvector copied from device memory and from host memory.
+        let words: Vec<u32> = (0..2500).map(|i| i * 17 + 3).collect();
+        let src = DeviceUvector::from_slice_with_resource(&words, s.view(), mr.clone()).unwrap();
+        // SAFETY: `src` holds 2500 u32 and outlives the copy (copy_to_host synchronises).
+        let v = unsafe { DeviceUvector::<u32>::from_device(src.data(), 2500, s.view(), mr.clone()) }.unwrap();
+        assert_eq!(
+            v.copy_to_host(s.view()).unwrap(),
+            words,
+            "{name} typed device source"
+        );
+        // SAFETY: `words` lives until after the synchronising copy_to_host.
+        let v = unsafe {
+            DeviceUvector::<u32>::from_device(
+                rmm::DevicePtr::new(words.as_ptr() as u64),
+                100,
+                s.view(),
+                mr.clone(),
+            )
+        }
+        .unwrap();
+        assert_eq!(
+            v.copy_to_host(s.view()).unwrap(),
+            &words[..100],
+            "{name} typed host source"
+        );
     }
 }
 
@@ -729,6 +754,12 @@ fn cpu_buffer_contents_need_real_memory() {
     // SAFETY: the call fails before reading the source.
     let e = unsafe { DeviceBuffer::from_device(b.data(), 16, s, sim.clone()) };
     assert!(matches!(e, Err(Error::Logic(_))), "{e:?}");
+    // SAFETY: the calls fail before reading the source.
+    let e = unsafe { DeviceUvector::<u32>::from_device(b.data(), 4, s, sim.clone()) };
+    assert!(matches!(e, Err(Error::Logic(_))), "{e:?}");
+    // SAFETY: as above.
+    let e = unsafe { DeviceUvector::<u32>::from_device(b.data(), usize::MAX / 2, s, sim.clone()) };
+    assert!(matches!(e, Err(Error::InvalidArgument(_))), "{e:?}");
     // Clones within simulated memory carry sizes and alignment.
     b.reserve(64, s).unwrap();
     let c = b.try_clone_on(fake_stream(2), sim.clone()).unwrap();
