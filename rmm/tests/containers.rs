@@ -942,3 +942,60 @@ fn cpu_new_uses_the_current_device_resource() {
         3
     );
 }
+
+#[test]
+fn cpu_buffer_resize_reserve_shrink_against_a_model() {
+    // Random size/capacity operations over simulated memory, checked against
+    // a two-number model and against what the resource has outstanding.
+    let sim = SimulatedMemoryResource::new(1 << 30);
+    let mut rng = SplitMix64(2024);
+    let mut b = DeviceBuffer::with_resource(0, fake_stream(0), sim.clone()).unwrap();
+    let (mut size, mut capacity) = (0usize, 0usize);
+    for step in 0..5000 {
+        let s = fake_stream(rng.below(4));
+        let n = match rng.below(3) {
+            0 => rng.below(64),
+            1 => rng.below(5000),
+            _ => rng.below(1 << 20),
+        };
+        let (before, prev_capacity) = (b.data(), capacity);
+        match rng.below(4) {
+            0 | 1 => {
+                b.resize(n, s).unwrap();
+                if n > capacity {
+                    capacity = n;
+                }
+                size = n;
+            }
+            2 => {
+                b.reserve(n, s).unwrap();
+                capacity = capacity.max(n);
+            }
+            _ => {
+                b.shrink_to_fit(s).unwrap();
+                capacity = size;
+            }
+        }
+        assert_eq!(
+            (b.size(), b.capacity(), b.stream()),
+            (size, capacity, s),
+            "step {step}"
+        );
+        assert_eq!(b.is_empty(), size == 0, "step {step}");
+        assert_eq!(b.data().is_null(), capacity == 0, "step {step}");
+        assert_eq!(sim.allocated_bytes(), r256(capacity), "step {step}");
+        assert_eq!(sim.live_allocations(), usize::from(capacity > 0), "step {step}");
+        if capacity == prev_capacity {
+            assert_eq!(
+                b.data(),
+                before,
+                "step {step}: no reallocation without a capacity change"
+            );
+        }
+    }
+    drop(b);
+    assert_eq!(
+        (sim.live_allocations(), sim.allocated_bytes(), sim.bad_frees()),
+        (0, 0, 0)
+    );
+}
