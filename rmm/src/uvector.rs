@@ -6,6 +6,23 @@
 //! memory held. Reading an element that was never written returns those bytes
 //! as a `T`; for types where not every bit pattern is valid (`bool`, `char`,
 //! enums, `Option<..>`) write before you read.
+//!
+//! # Interop with cust
+//! * [`DeviceUvector::data`] is the raw address; [`DeviceUvector::as_cust_ptr`]
+//!   is a `cust::memory::DevicePointer<T>` for `launch!`; the spans
+//!   ([`DeviceUvector::as_span`], [`DeviceUvector::as_span_mut`]) are what
+//!   the kernels of `rmm-suite` take.
+//! * [`DeviceUvector::from_cust`] adopts a `cust::memory::DeviceBuffer<T>`
+//!   without a copy. cust frees its buffers with `cuMemFree`, so the vector
+//!   frees the memory through a [`CudaMemoryResource`] (which does the same).
+//!   The buffer must belong to the current device.
+//! * [`DeviceUvector::into_cust`] goes the other way only when the vector's
+//!   resource is the [`CudaMemoryResource`] itself (not an adaptor over it,
+//!   not a pool: their memory must go back to them) and its length equals its
+//!   capacity; otherwise the vector is handed back with an [`Error::Logic`].
+//! * For any other resource, copy instead: `cust::memory::DeviceBuffer::from_slice`
+//!   of [`DeviceUvector::copy_to_host`], or a device-to-device copy through
+//!   [`DeviceUvector::as_cust_ptr`].
 
 use std::mem::{size_of, MaybeUninit};
 
