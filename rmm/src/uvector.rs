@@ -60,16 +60,13 @@ pub fn byte_size<T>(n: usize) -> Result<usize> {
     })
 }
 
-/// The widest memset element (4, 2 or 1 bytes) dividing `size`, and how many
-/// of them make one element.
-fn memset_plan(size: usize) -> (usize, usize) {
-    let width = if size.is_multiple_of(4) {
-        4
-    } else if size.is_multiple_of(2) {
-        2
-    } else {
-        1
-    };
+/// The widest memset element (4, 2 or 1 bytes) that divides both `size` and
+/// the address `addr`, and how many of them make `size` bytes.
+fn memset_plan(size: usize, addr: u64) -> (usize, usize) {
+    let width = [4usize, 2]
+        .into_iter()
+        .find(|&w| size.is_multiple_of(w) && addr.is_multiple_of(w as u64))
+        .unwrap_or(1);
     (width, size / width)
 }
 
@@ -415,7 +412,7 @@ impl<T: DeviceCopy> DeviceUvector<T> {
     /// As [`element`](Self::element).
     pub fn set_element_to_zero_async(&mut self, i: usize, stream: CudaStreamView) -> Result<()> {
         let offset = self.check_index(i)?;
-        let (width, count) = memset_plan(size_of::<T>());
+        let (width, count) = memset_plan(size_of::<T>(), self.data().offset(offset).addr());
         self.buf.memset(offset, 0, width, count, stream)
     }
 
@@ -554,14 +551,17 @@ mod tests {
 
     #[test]
     fn memset_plans() {
-        assert_eq!(memset_plan(1), (1, 1));
-        assert_eq!(memset_plan(2), (2, 1));
-        assert_eq!(memset_plan(3), (1, 3));
-        assert_eq!(memset_plan(8), (4, 2));
-        assert_eq!(memset_plan(12), (4, 3));
-        assert_eq!(memset_plan(6), (2, 3));
-        assert_eq!(memset_plan(16), (4, 4));
-        assert_eq!(memset_plan(5), (1, 5));
+        assert_eq!(memset_plan(1, 0x100), (1, 1));
+        assert_eq!(memset_plan(2, 0x100), (2, 1));
+        assert_eq!(memset_plan(3, 0x100), (1, 3));
+        assert_eq!(memset_plan(8, 0x100), (4, 2));
+        assert_eq!(memset_plan(12, 0x10c), (4, 3));
+        assert_eq!(memset_plan(6, 0x106), (2, 3));
+        assert_eq!(memset_plan(16, 0x100), (4, 4));
+        assert_eq!(memset_plan(5, 0x100), (1, 5));
+        // A misaligned address narrows the width.
+        assert_eq!(memset_plan(8, 0x102), (2, 4));
+        assert_eq!(memset_plan(8, 0x101), (1, 8));
     }
 
     #[test]
