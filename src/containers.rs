@@ -42,12 +42,13 @@ fn check_real(buf: &DeviceBuffer, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Zero-fills `bytes` bytes at `ptr` (256-byte aligned) with the widest memset.
+/// Zero-fills `bytes` bytes at `ptr` with 4-byte memsets where size and
+/// address allow, else byte memsets.
 ///
 /// # Safety
 /// The range is live device memory until the memset runs in `stream` order.
 unsafe fn memset_zero(ptr: DevicePtr, bytes: usize, stream: CudaStreamView) -> Result<()> {
-    let (width, count) = if bytes.is_multiple_of(4) {
+    let (width, count) = if bytes.is_multiple_of(4) && ptr.is_aligned(4) {
         (4, bytes / 4)
     } else {
         (1, bytes)
@@ -77,8 +78,8 @@ pub fn fill<T: FillValue + DeviceCopy>(
     let _g = DeviceGuard::new(v.device())?;
     stream_wait(stream, v.stream())?;
     if value.bits() == 0 {
-        // SAFETY: the vector's `size_bytes()` bytes at its 256-byte aligned
-        // address are live; its stream waits for `stream` below before any free.
+        // SAFETY: the vector's `size_bytes()` bytes are live; its stream
+        // waits for `stream` below before any free.
         unsafe { memset_zero(v.data(), v.size_bytes(), stream)? };
     } else {
         // SAFETY: as above; `n` elements of `T`, aligned for `T`.
