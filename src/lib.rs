@@ -11,7 +11,9 @@
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
+//! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
 
+pub mod containers;
 pub mod copy;
 pub mod fill;
 pub mod kernels;

@@ -593,6 +593,23 @@ pub unsafe fn memset_async(
     }
 }
 
+/// Enqueues a host function on `stream` (`cuLaunchHostFunc`): the driver
+/// calls `f(user_data)` on one of its threads once all earlier work of the
+/// stream has finished; later work waits for it to return.
+///
+/// # Safety
+/// `f` may be called from another thread with `user_data`, must not call
+/// CUDA, and `user_data` must stay valid until it runs. If the stream hits an
+/// error first, `f` may never run.
+pub unsafe fn launch_host_func(
+    stream: usize,
+    f: unsafe extern "C" fn(*mut c_void),
+    user_data: *mut c_void,
+) -> Result<()> {
+    ensure_context()?;
+    call!(cuLaunchHostFunc(stream as cu::CUstream, Some(f), user_data))
+}
+
 /// Prefetches managed memory to `device` (`cuMemPrefetchAsync`).
 pub fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: i32, stream: usize) -> Result<()> {
     ensure_context()?;

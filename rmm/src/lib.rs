@@ -10,6 +10,7 @@
 //! | Type-erased owning handle | [`mr::SharedResource`] |
 //! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
 //! | Current resource per device | [`mr::per_device`] |
+//! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Streams | [`CudaStream`], [`CudaStreamView`], [`CudaStreamPool`] |
 //! | Devices | [`device`] |
 //! | Addresses | [`DevicePtr`] |
@@ -27,17 +28,23 @@
 //! ```
 
 pub mod align;
+pub mod buffer;
 pub mod device;
 pub mod driver;
 pub mod error;
 pub mod mr;
 pub mod peer;
 mod ptr;
+pub mod scalar;
 pub mod span;
 pub mod stream;
 pub mod testing;
+pub mod uvector;
 
+pub use buffer::DeviceBuffer;
 pub use error::{Error, Result};
 pub use ptr::DevicePtr;
+pub use scalar::DeviceScalar;
 pub use span::{DeviceSpan, DeviceSpanMut};
 pub use stream::{CudaStream, CudaStreamPool, CudaStreamView};
+pub use uvector::DeviceUvector;

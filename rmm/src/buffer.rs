@@ -1,0 +1,792 @@
+//! [`DeviceBuffer`]: untyped, uninitialized, stream-ordered device memory
+//! (`rmm::device_buffer`).
+//!
+//! A buffer owns `capacity` bytes from a [`MemoryResource`] of which the first
+//! `size` are in use. It remembers its resource, its stream (the stream of
+//! the last allocation, copy or [`set_stream`](DeviceBuffer::set_stream)),
+//! its alignment and the device that was current when it was made. Every
+//! allocation, free and copy runs with that device current (through a
+//! [`DeviceGuard`]), so a buffer made on device 0 may be dropped while device
+//! 1 is current. Dropping frees the memory on the buffer's stream.
+//!
+//! # Streams
+//! Calls that take a `stream` other than the buffer's own order the two with
+//! events: the work on `stream` waits for the buffer's stream, and the
+//! buffer's stream (where it will eventually be freed) waits for the work.
+//! Calls that read into or write from host memory synchronise `stream`
+//! before they return, so that borrowed host slices are never read or written
+//! after the call.
+//!
+//! # Simulated resources
+//! Over a resource whose [`is_simulated`](MemoryResource::is_simulated) is
+//! true (no GPU behind it) the buffer never calls the driver: sizes,
+//! capacities, `resize`/`reserve`/`shrink_to_fit` and deep copies work on
+//! addresses alone (there are no contents to carry over), and anything that
+//! must move real bytes to or from the host is an [`Error::Logic`].
+
+use crate::align::{is_pow2, CUDA_ALLOCATION_ALIGNMENT};
+use crate::device::{current_device, DeviceGuard, DeviceId};
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::mr::{current_device_resource, MemoryResource, SharedResource};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Makes `waiter` wait (on the GPU, without blocking the host) for the work
+/// submitted to `producer` so far. A no-op when both are the same stream.
+///
+/// # Errors
+/// The driver's error from creating, recording or waiting on the event.
+///
+/// ```no_run
+/// use rmm::{buffer::stream_wait, CudaStream};
+/// let (a, b) = (CudaStream::new()?, CudaStream::new()?);
+/// stream_wait(b.view(), a.view())?; // b's later work runs after a's current work
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> Result<()> {
+    if waiter == producer {
+        return Ok(());
+    }
+    let event = driver::event_create(false)?;
+    let r = driver::event_record(event, producer.as_raw())
+        .and_then(|()| driver::stream_wait_event(waiter.as_raw(), event));
+    // SAFETY: the event was created above; destroying it after the wait was
+    // enqueued is allowed (the driver releases it once it completes).
+    if let Err(e) = unsafe { driver::event_destroy(event) } {
+        log::error!("stream_wait: cuEventDestroy failed: {e}");
+    }
+    r
+}
+
+/// Frees a staging box made by `write_value_async`; run by the driver as a
+/// stream host function.
+///
+/// # Safety
+/// `p` came from `Box::<T>::into_raw` and is freed exactly once.
+unsafe extern "C" fn free_staging<T>(p: *mut std::ffi::c_void) {
+    // SAFETY: forwarded contract. `T: Copy` has no destructor, so only the
+    // allocation is released.
+    drop(unsafe { Box::from_raw(p.cast::<T>()) });
+}
+
+/// Checks a buffer alignment: a power of two (else [`Error::InvalidArgument`])
+/// no larger than 256 (else [`Error::BadAlloc`]).
+fn check_alignment(alignment: usize) -> Result<()> {
+    if !is_pow2(alignment) {
+        return Err(Error::InvalidArgument(format!(
+            "buffer alignment {alignment} is not a power of two"
+        )));
+    }
+    if alignment > CUDA_ALLOCATION_ALIGNMENT {
+        return Err(Error::BadAlloc(format!(
+            "buffer alignment {alignment} exceeds {CUDA_ALLOCATION_ALIGNMENT}"
+        )));
+    }
+    Ok(())
+}
+
+/// Untyped, uninitialized device memory (`rmm::device_buffer`).
+///
+/// Move only: a deep copy is explicit ([`try_clone_on`](Self::try_clone_on)),
+/// because it needs a stream and a resource and can fail.
+///
+/// Thread safety: `Send + Sync`. Shared references only read metadata or
+/// enqueue reads of the memory; mutation needs `&mut self`.
+///
+/// ```no_run
+/// use rmm::{CudaStream, DeviceBuffer};
+/// let s = CudaStream::new()?;
+/// let mut buf = DeviceBuffer::from_host(b"hello device", s.view(), rmm::mr::current_device_resource())?;
+/// buf.resize(20, s.view())?; // grows, keeps the 12 bytes
+/// assert_eq!(&buf.to_host(s.view())?[..12], b"hello device");
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct DeviceBuffer {
+    ptr: DevicePtr,
+    size: usize,
+    capacity: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+    resource: SharedResource,
+    device: DeviceId,
+}
+
+impl DeviceBuffer {
+    /// `size` uninitialized bytes from the current device's resource, on `stream`.
+    ///
+    /// # Errors
+    /// The resource's allocation error; the driver's error when no device is usable.
+    pub fn new(size: usize, stream: CudaStreamView) -> Result<Self> {
+        Self::with_resource(size, stream, current_device_resource())
+    }
+
+    /// `size` uninitialized bytes from `resource`, on `stream`, 256-byte aligned.
+    ///
+    /// # Errors
+    /// As [`with_alignment`](Self::with_alignment).
+    pub fn with_resource<R: MemoryResource>(
+        size: usize,
+        stream: CudaStreamView,
+        resource: R,
+    ) -> Result<Self> {
+        Self::with_alignment(size, CUDA_ALLOCATION_ALIGNMENT, stream, resource)
+    }
+
+    /// `size` uninitialized bytes aligned to `alignment` from `resource`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `alignment` is not a power of two,
+    /// [`Error::BadAlloc`] when it exceeds 256; the resource's allocation
+    /// error; the driver's error when the current device cannot be read
+    /// (real resources only).
+    ///
+    /// ```
+    /// use rmm::mr::SimulatedMemoryResource;
+    /// use rmm::{CudaStreamView, DeviceBuffer, Error};
+    /// let sim = SimulatedMemoryResource::new(1 << 20);
+    /// let b = DeviceBuffer::with_alignment(100, 64, CudaStreamView::DEFAULT, sim.clone())?;
+    /// assert_eq!((b.size(), b.capacity(), b.alignment()), (100, 100, 64));
+    /// let e = DeviceBuffer::with_alignment(100, 512, CudaStreamView::DEFAULT, sim.clone());
+    /// assert!(matches!(e, Err(Error::BadAlloc(_))));
+    /// let e = DeviceBuffer::with_alignment(100, 48, CudaStreamView::DEFAULT, sim);
+    /// assert!(matches!(e, Err(Error::InvalidArgument(_))));
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn with_alignment<R: MemoryResource>(
+        size: usize,
+        alignment: usize,
+        stream: CudaStreamView,
+        resource: R,
+    ) -> Result<Self> {
+        check_alignment(alignment)?;
+        let resource = SharedResource::new(resource);
+        let device = if resource.is_simulated() {
+            resource.device().unwrap_or(DeviceId(0))
+        } else {
+            current_device()?
+        };
+        let mut buf = DeviceBuffer {
+            ptr: DevicePtr::NULL,
+            size: 0,
+            capacity: 0,
+            alignment,
+            stream,
+            resource,
+            device,
+        };
+        buf.ptr = buf.allocate(size, stream)?;
+        buf.size = size;
+        buf.capacity = size;
+        Ok(buf)
+    }
+
+    /// A buffer holding a copy of `bytes` (host memory), from `resource`, on
+    /// `stream`. Synchronises `stream` before returning.
+    ///
+    /// # Errors
+    /// As [`with_resource`](Self::with_resource); the driver's copy error;
+    /// [`Error::Logic`] for a non-empty copy into a simulated resource.
+    pub fn from_host<R: MemoryResource>(bytes: &[u8], stream: CudaStreamView, resource: R) -> Result<Self> {
+        let mut buf = Self::with_resource(bytes.len(), stream, resource)?;
+        buf.copy_from_host(bytes, stream)?;
+        Ok(buf)
+    }
+
+    /// A buffer holding a copy of `size` bytes at `src` (device, managed or
+    /// host memory: the driver infers the direction), copied on `stream`
+    /// without synchronising.
+    ///
+    /// # Safety
+    /// `[src, src + size)` is memory the driver can copy from (device memory
+    /// of any device, managed memory, pinned host memory, or pageable host
+    /// memory) and stays valid and unchanged until the copy has run in
+    /// `stream` order.
+    ///
+    /// # Errors
+    /// As [`with_resource`](Self::with_resource); the driver's copy error;
+    /// [`Error::Logic`] for a non-empty copy into a simulated resource.
+    pub unsafe fn from_device<R: MemoryResource>(
+        src: DevicePtr,
+        size: usize,
+        stream: CudaStreamView,
+        resource: R,
+    ) -> Result<Self> {
+        let buf = Self::with_resource(size, stream, resource)?;
+        // SAFETY: forwarded contract; `buf` was just made with `size` bytes.
+        unsafe { Self::from_device_into(buf, src, size, stream) }
+    }
+
+    /// Copies `size` bytes at `src` into the fresh buffer `buf` (of exactly
+    /// `size` bytes, ordered on `stream`).
+    ///
+    /// # Safety
+    /// As [`from_device`](Self::from_device).
+    pub(crate) unsafe fn from_device_into(
+        buf: DeviceBuffer,
+        src: DevicePtr,
+        size: usize,
+        stream: CudaStreamView,
+    ) -> Result<Self> {
+        if size > 0 {
+            buf.check_range(0, size)?;
+            buf.check_real("from_device")?;
+            let _g = buf.guard()?;
+            buf.before_foreign_use(stream)?;
+            // SAFETY: the destination lies inside the buffer (checked above);
+            // the caller guarantees the source.
+            unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, stream.as_raw())? };
+            buf.after_foreign_use(stream)?;
+        }
+        Ok(buf)
+    }
+
+    /// A deep copy of the first `size()` bytes into a new buffer from
+    /// `resource`, copied on `stream` (ordered after this buffer's stream).
+    /// The copy's capacity equals its size; the alignment is kept.
+    ///
+    /// # Errors
+    /// The allocation error; the driver's copy or event error;
+    /// [`Error::Logic`] when exactly one side is simulated and there are bytes
+    /// to copy.
+    pub fn try_clone_on<R: MemoryResource>(&self, stream: CudaStreamView, resource: R) -> Result<Self> {
+        let resource = SharedResource::new(resource);
+        let _g = self.guard()?;
+        let copy = Self::with_alignment(self.size, self.alignment, stream, resource)?;
+        if self.size == 0 {
+            return Ok(copy);
+        }
+        match (self.is_simulated(), copy.is_simulated()) {
+            (true, true) => return Ok(copy),
+            (false, false) => {}
+            _ => {
+                return Err(Error::Logic(
+                    "try_clone_on: cannot copy bytes between simulated and real memory".into(),
+                ))
+            }
+        }
+        self.before_foreign_use(stream)?;
+        // SAFETY: both ranges are live allocations of at least `size` bytes;
+        // the source outlives the copy because its stream waits for `stream`
+        // (after_foreign_use) before it can be freed.
+        unsafe { driver::memcpy_async(copy.ptr.addr(), self.ptr.addr(), self.size, stream.as_raw())? };
+        self.after_foreign_use(stream)?;
+        Ok(copy)
+    }
+
+    /// Number of bytes in use.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Number of bytes allocated.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// True when `size() == 0`.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The alignment every allocation of this buffer uses.
+    pub fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    /// Address of the first byte (null when the capacity is 0).
+    pub fn data(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// The address as a cust pointer, for `launch!` arguments.
+    pub fn as_cust<T: cust::memory::DeviceCopy>(&self) -> cust::memory::DevicePointer<T> {
+        self.ptr.as_cust()
+    }
+
+    /// The stream the buffer is ordered on (and will be freed on).
+    pub fn stream(&self) -> CudaStreamView {
+        self.stream
+    }
+
+    /// The resource that owns the memory.
+    pub fn resource(&self) -> &SharedResource {
+        &self.resource
+    }
+
+    /// The device that was current when the buffer was made.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
+    /// Makes `stream` the buffer's stream. The new stream first waits (on the
+    /// GPU) for the work of the old one, so a later free on it is ordered
+    /// after everything submitted so far.
+    ///
+    /// # Errors
+    /// The driver's event error (the stream is then left unchanged).
+    pub fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
+        if stream == self.stream {
+            return Ok(());
+        }
+        if !self.is_simulated() {
+            let _g = self.guard()?;
+            stream_wait(stream, self.stream)?;
+        }
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Sets the size to `new_size` bytes and the stream to `stream`. Within
+    /// the capacity only the size changes (the memory stays); beyond it a new
+    /// allocation of exactly `new_size` bytes receives the old contents and
+    /// the old memory is freed on `stream`. New bytes are uninitialized.
+    ///
+    /// # Errors
+    /// The allocation, copy or event error; the buffer is then unchanged
+    /// except possibly for its stream.
+    ///
+    /// ```
+    /// use rmm::{mr::SimulatedMemoryResource, CudaStreamView, DeviceBuffer};
+    /// let s = CudaStreamView::DEFAULT;
+    /// let mut b = DeviceBuffer::with_resource(100, s, SimulatedMemoryResource::new(1 << 20))?;
+    /// b.resize(50, s)?;
+    /// assert_eq!((b.size(), b.capacity()), (50, 100));
+    /// b.resize(300, s)?;
+    /// assert_eq!((b.size(), b.capacity()), (300, 300));
+    /// b.shrink_to_fit(s)?;
+    /// b.resize(0, s)?;
+    /// b.shrink_to_fit(s)?;
+    /// assert_eq!((b.size(), b.capacity()), (0, 0));
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn resize(&mut self, new_size: usize, stream: CudaStreamView) -> Result<()> {
+        self.set_stream(stream)?;
+        if new_size <= self.capacity {
+            self.size = new_size;
+            return Ok(());
+        }
+        self.reallocate(new_size)?;
+        self.size = new_size;
+        Ok(())
+    }
+
+    /// Grows the capacity to at least `new_capacity` bytes (a no-op when it
+    /// is already that large), keeping the contents; sets the stream.
+    ///
+    /// # Errors
+    /// As [`resize`](Self::resize).
+    pub fn reserve(&mut self, new_capacity: usize, stream: CudaStreamView) -> Result<()> {
+        self.set_stream(stream)?;
+        if new_capacity > self.capacity {
+            self.reallocate(new_capacity)?;
+        }
+        Ok(())
+    }
+
+    /// Reallocates so that the capacity equals the size, keeping the
+    /// contents; sets the stream.
+    ///
+    /// # Errors
+    /// As [`resize`](Self::resize).
+    pub fn shrink_to_fit(&mut self, stream: CudaStreamView) -> Result<()> {
+        self.set_stream(stream)?;
+        if self.size != self.capacity {
+            self.reallocate(self.size)?;
+        }
+        Ok(())
+    }
+
+    /// Copies the buffer's bytes to a new host vector on `stream` (ordered
+    /// after the buffer's stream) and synchronises `stream`.
+    ///
+    /// # Errors
+    /// The driver's copy, event or synchronisation error; [`Error::Logic`]
+    /// for a non-empty simulated buffer.
+    pub fn to_host(&self, stream: CudaStreamView) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.size];
+        // SAFETY: `out` is `size` writable bytes.
+        unsafe { self.read_raw(0, out.as_mut_ptr(), self.size, stream)? };
+        Ok(out)
+    }
+
+    /// Overwrites the buffer with `bytes` (which must have exactly `size()`
+    /// bytes) on `stream` and synchronises `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on a length mismatch; as [`to_host`](Self::to_host).
+    pub fn copy_from_host(&mut self, bytes: &[u8], stream: CudaStreamView) -> Result<()> {
+        if bytes.len() != self.size {
+            return Err(Error::InvalidArgument(format!(
+                "copy_from_host: {} host bytes into a buffer of {} bytes",
+                bytes.len(),
+                self.size
+            )));
+        }
+        // SAFETY: `bytes` is `size` readable bytes.
+        unsafe { self.write_raw(0, bytes.as_ptr(), bytes.len(), stream) }
+    }
+
+    /// Gives the raw parts up without freeing: `(ptr, size, capacity,
+    /// alignment, stream, resource, device)`. The caller becomes responsible
+    /// for freeing `ptr` (`capacity` bytes, `alignment`) through `resource`.
+    pub fn into_raw_parts(self) -> RawBufferParts {
+        let me = std::mem::ManuallyDrop::new(self);
+        RawBufferParts {
+            ptr: me.ptr,
+            size: me.size,
+            capacity: me.capacity,
+            alignment: me.alignment,
+            stream: me.stream,
+            // SAFETY: `me` is never dropped, so the resource handle is moved
+            // out exactly once.
+            resource: unsafe { std::ptr::read(&me.resource) },
+            device: me.device,
+        }
+    }
+
+    /// Rebuilds a buffer from [`into_raw_parts`](Self::into_raw_parts).
+    ///
+    /// # Safety
+    /// The parts describe live memory owned by nobody else: `ptr` came from
+    /// `resource.allocate(capacity, alignment, _)` on `device` (or is null
+    /// with `capacity == 0`), `size <= capacity`, `alignment` is a supported
+    /// power of two, and `stream` is a live stream of `device`.
+    pub unsafe fn from_raw_parts(parts: RawBufferParts) -> Self {
+        DeviceBuffer {
+            ptr: parts.ptr,
+            size: parts.size,
+            capacity: parts.capacity,
+            alignment: parts.alignment,
+            stream: parts.stream,
+            resource: parts.resource,
+            device: parts.device,
+        }
+    }
+
+    // -- crate-internal helpers used by the typed containers ---------------
+
+    /// True when the memory is simulated (no driver calls are ever made).
+    pub(crate) fn is_simulated(&self) -> bool {
+        self.resource.is_simulated()
+    }
+
+    /// Makes the buffer's device current for the guard's lifetime (nothing
+    /// for simulated memory).
+    pub(crate) fn guard(&self) -> Result<Option<DeviceGuard>> {
+        if self.is_simulated() {
+            Ok(None)
+        } else {
+            DeviceGuard::new(self.device).map(Some)
+        }
+    }
+
+    pub(crate) fn check_real(&self, what: &str) -> Result<()> {
+        if self.is_simulated() {
+            Err(Error::Logic(format!(
+                "{what}: simulated memory has no contents to read or write"
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Work about to run on `stream` waits for the buffer's stream.
+    pub(crate) fn before_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
+        stream_wait(stream, self.stream)
+    }
+
+    /// The buffer's stream (where it is freed) waits for work on `stream`.
+    pub(crate) fn after_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
+        stream_wait(self.stream, stream)
+    }
+
+    /// Copies `bytes` bytes at byte `offset` of the buffer to host `dst` on
+    /// `stream` and synchronises `stream`. Zero bytes never call the driver.
+    ///
+    /// # Safety
+    /// `dst` is valid for `bytes` writes.
+    pub(crate) unsafe fn read_raw(
+        &self,
+        offset: usize,
+        dst: *mut u8,
+        bytes: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real("copy to host")?;
+        let _g = self.guard()?;
+        self.before_foreign_use(stream)?;
+        // SAFETY: the source lies inside the allocation (checked above); the
+        // caller guarantees `dst`; the stream is synchronised before return.
+        unsafe { driver::memcpy_async(dst as u64, self.ptr.offset(offset).addr(), bytes, stream.as_raw())? };
+        stream.synchronize()
+    }
+
+    /// Copies `bytes` bytes from host `src` to byte `offset` of the buffer on
+    /// `stream` and synchronises `stream`. Zero bytes never call the driver.
+    ///
+    /// # Safety
+    /// `src` is valid for `bytes` reads.
+    pub(crate) unsafe fn write_raw(
+        &self,
+        offset: usize,
+        src: *const u8,
+        bytes: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real("copy from host")?;
+        let _g = self.guard()?;
+        self.before_foreign_use(stream)?;
+        // SAFETY: the destination lies inside the allocation (checked above);
+        // the caller guarantees `src`; the stream is synchronised before
+        // return, so `src` is not read afterwards.
+        unsafe { driver::memcpy_async(self.ptr.offset(offset).addr(), src as u64, bytes, stream.as_raw())? };
+        stream.synchronize()
+    }
+
+    /// `cuMemsetD{8,16,32}Async` of `count` elements of `width` bytes at byte
+    /// `offset`, on `stream`, ordered both ways with the buffer's stream.
+    pub(crate) fn memset(
+        &self,
+        offset: usize,
+        value: u32,
+        width: usize,
+        count: usize,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        let bytes = width
+            .checked_mul(count)
+            .ok_or_else(|| Error::InvalidArgument("memset: size overflows".into()))?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real("memset")?;
+        if !self.ptr.offset(offset).is_aligned(width) {
+            return Err(Error::InvalidArgument(format!(
+                "memset: offset {offset} is not aligned to {width} bytes"
+            )));
+        }
+        let _g = self.guard()?;
+        self.before_foreign_use(stream)?;
+        // SAFETY: the range lies inside the allocation (checked above), which
+        // outlives the memset because its stream waits for `stream` below.
+        unsafe {
+            driver::memset_async(
+                self.ptr.offset(offset).addr(),
+                value,
+                width,
+                count,
+                stream.as_raw(),
+            )?
+        };
+        self.after_foreign_use(stream)
+    }
+
+    /// Copies `value` to byte `offset` in `stream` order without blocking:
+    /// the value is moved into a heap staging box that a host function
+    /// enqueued after the copy frees. Ordered both ways with the buffer's stream.
+    pub(crate) fn write_value_async<T: Copy>(
+        &self,
+        offset: usize,
+        value: T,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        let bytes = std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real("set element")?;
+        let _g = self.guard()?;
+        self.before_foreign_use(stream)?;
+        let staging: *mut T = Box::into_raw(Box::new(value));
+        // SAFETY: the destination lies inside the allocation (checked above);
+        // the staging box stays alive until the host function below frees it,
+        // which the stream runs only after the copy.
+        let copied = unsafe {
+            driver::memcpy_async(
+                self.ptr.offset(offset).addr(),
+                staging as u64,
+                bytes,
+                stream.as_raw(),
+            )
+        };
+        if let Err(e) = copied {
+            // SAFETY: the copy was not enqueued; the box is ours again.
+            drop(unsafe { Box::from_raw(staging) });
+            return Err(e);
+        }
+        // SAFETY: `free_staging::<T>` only frees the box it is given (no CUDA
+        // calls); the box stays valid until then.
+        let queued = unsafe { driver::launch_host_func(stream.as_raw(), free_staging::<T>, staging.cast()) };
+        if let Err(e) = queued {
+            // The stream cannot free the box: wait for the copy and free it here.
+            log::warn!("set element: cuLaunchHostFunc failed ({e}); synchronising instead");
+            match stream.synchronize() {
+                // SAFETY: the copy has completed; nothing else holds the box.
+                Ok(()) => drop(unsafe { Box::from_raw(staging) }),
+                Err(sync) => {
+                    log::error!("set element: leaking a {bytes}-byte staging box after {sync}");
+                    return Err(sync);
+                }
+            }
+        }
+        self.after_foreign_use(stream)
+    }
+
+    fn check_range(&self, offset: usize, bytes: usize) -> Result<()> {
+        match offset.checked_add(bytes) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::OutOfRange(format!(
+                "bytes {offset}..{offset}+{bytes} of a buffer of {} bytes",
+                self.size
+            ))),
+        }
+    }
+
+    /// Allocates `bytes` from the resource with the buffer's device current.
+    fn allocate(&self, bytes: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        if bytes == 0 {
+            return Ok(DevicePtr::NULL);
+        }
+        let _g = self.guard()?;
+        self.resource.allocate(bytes, self.alignment, stream)
+    }
+
+    /// Replaces the allocation by one of `new_capacity` bytes holding the
+    /// first `min(size, new_capacity)` bytes; frees the old one on the
+    /// buffer's stream.
+    fn reallocate(&mut self, new_capacity: usize) -> Result<()> {
+        let new_ptr = self.allocate(new_capacity, self.stream)?;
+        let keep = self.size.min(new_capacity);
+        if keep > 0 && !self.is_simulated() {
+            let copied = self.guard().and_then(|_g| {
+                // SAFETY: both ranges are live allocations of at least `keep`
+                // bytes, ordered on the buffer's stream.
+                unsafe { driver::memcpy_async(new_ptr.addr(), self.ptr.addr(), keep, self.stream.as_raw()) }
+            });
+            if let Err(e) = copied {
+                // SAFETY: allocated just above with these arguments; the
+                // failed copy enqueued no work that uses it.
+                unsafe { self.free(new_ptr, new_capacity) };
+                return Err(e);
+            }
+        }
+        let (old_ptr, old_capacity) = (self.ptr, self.capacity);
+        self.ptr = new_ptr;
+        self.capacity = new_capacity;
+        // SAFETY: the old allocation is no longer referenced; its last use
+        // (the copy) is ordered before the free on the same stream.
+        unsafe { self.free(old_ptr, old_capacity) };
+        Ok(())
+    }
+
+    /// Frees `ptr` (`capacity` bytes) on the buffer's stream with its device
+    /// current. Never panics; errors are logged.
+    ///
+    /// # Safety
+    /// `ptr` came from this buffer's resource with `capacity` bytes and the
+    /// buffer's alignment and is not used by work ordered after this call.
+    unsafe fn free(&self, ptr: DevicePtr, capacity: usize) {
+        if capacity == 0 || ptr.is_null() {
+            return;
+        }
+        let guard = match self.guard() {
+            Ok(g) => g,
+            Err(e) => {
+                log::error!(
+                    "DeviceBuffer: could not make {} current to free {ptr}: {e}; freeing anyway",
+                    self.device
+                );
+                None
+            }
+        };
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.resource
+                .deallocate(ptr, capacity, self.alignment, self.stream)
+        };
+        drop(guard);
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let (ptr, capacity) = (self.ptr, self.capacity);
+        self.ptr = DevicePtr::NULL;
+        self.capacity = 0;
+        self.size = 0;
+        // SAFETY: the buffer owns the allocation; all of its uses were
+        // ordered on (or joined into) its stream, on which it is freed.
+        unsafe { self.free(ptr, capacity) };
+    }
+}
+
+/// The parts of a [`DeviceBuffer`] given up by
+/// [`DeviceBuffer::into_raw_parts`]; whoever holds them owns the memory.
+#[derive(Debug)]
+pub struct RawBufferParts {
+    /// Address of the first byte (null when `capacity` is 0).
+    pub ptr: DevicePtr,
+    /// Bytes in use.
+    pub size: usize,
+    /// Bytes allocated.
+    pub capacity: usize,
+    /// Alignment the memory was allocated with.
+    pub alignment: usize,
+    /// The stream the memory is ordered on.
+    pub stream: CudaStreamView,
+    /// The resource that must free the memory.
+    pub resource: SharedResource,
+    /// The device the memory was allocated on.
+    pub device: DeviceId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mr::SimulatedMemoryResource;
+
+    const S: CudaStreamView = CudaStreamView::DEFAULT;
+
+    #[test]
+    fn alignment_errors_are_distinct() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        for bad in [0usize, 3, 48, 100] {
+            let r = DeviceBuffer::with_alignment(8, bad, S, sim.clone());
+            assert!(matches!(r, Err(Error::InvalidArgument(_))), "{bad}: {r:?}");
+        }
+        for big in [512usize, 4096] {
+            let r = DeviceBuffer::with_alignment(8, big, S, sim.clone());
+            assert!(matches!(r, Err(Error::BadAlloc(_))), "{big}: {r:?}");
+        }
+        for ok in [1usize, 2, 64, 256] {
+            let b = DeviceBuffer::with_alignment(8, ok, S, sim.clone()).unwrap();
+            assert!(b.data().is_aligned(ok));
+        }
+        assert_eq!(sim.live_allocations(), 0);
+    }
+
+    #[test]
+    fn range_checks() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        let b = DeviceBuffer::with_resource(10, S, sim).unwrap();
+        assert!(b.check_range(0, 10).is_ok());
+        assert!(matches!(b.check_range(5, 6), Err(Error::OutOfRange(_))));
+        assert!(matches!(b.check_range(usize::MAX, 2), Err(Error::OutOfRange(_))));
+        assert!(matches!(
+            b.memset(0, 0, 4, usize::MAX, S),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
