@@ -1,0 +1,401 @@
+//! Bookkeeping of the arena allocator, on plain integers: the global arena
+//! (free address ranges and which arena owns which superblock) and the
+//! per-stream / per-thread arenas (superblocks and their free blocks).
+//!
+//! Nothing here touches memory or the driver; the locks and the stream
+//! rules live in `arena.rs`.
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+
+use super::free_list::CoalescingFreeList;
+
+#[derive(Debug, Clone, Copy)]
+struct Superblock {
+    size: usize,
+    used: usize,
+}
+
+/// Outcome of [`ArenaBook::free`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Freed {
+    /// The block is not inside one of this arena's superblocks.
+    NotOwned,
+    /// Freed; the arena keeps the superblock.
+    Kept,
+    /// Freed, and the superblock `(start, size)` became empty while the arena
+    /// already had enough empty ones: it was removed and goes back to the
+    /// global arena.
+    Release(u64, usize),
+    /// The block overlaps free memory (a double free): nothing changed.
+    Overlap,
+}
+
+/// One arena: superblocks taken from the global arena and their free blocks
+/// (best fit over all of them; blocks never merge across superblocks).
+#[derive(Debug, Default)]
+pub(crate) struct ArenaBook {
+    free: CoalescingFreeList,
+    superblocks: BTreeMap<u64, Superblock>,
+    empty: usize,
+    max_empty: usize,
+}
+
+impl ArenaBook {
+    /// An arena that keeps up to `max_empty` empty superblocks.
+    pub fn new(max_empty: usize) -> Self {
+        ArenaBook {
+            max_empty,
+            ..Default::default()
+        }
+    }
+
+    fn containing(&self, addr: u64) -> Option<(u64, usize)> {
+        self.superblocks
+            .range(..=addr)
+            .next_back()
+            .filter(|(&s, sb)| addr < s + sb.size as u64)
+            .map(|(&s, sb)| (s, sb.size))
+    }
+
+    /// Allocates `size` bytes from the superblocks (best fit).
+    pub fn allocate(&mut self, size: usize) -> Option<u64> {
+        let a = self.free.allocate(size)?;
+        if let Some(sb) = self.superblocks.range_mut(..=a).next_back().map(|(_, sb)| sb) {
+            if sb.used == 0 {
+                self.empty -= 1;
+            }
+            sb.used += size;
+        }
+        Some(a)
+    }
+
+    /// Adds an (entirely free) superblock.
+    pub fn add_superblock(&mut self, start: u64, size: usize) {
+        self.superblocks.insert(start, Superblock { size, used: 0 });
+        self.empty += 1;
+        let sbs = &self.superblocks;
+        let ok = self.free.insert(start, size, |a| sbs.contains_key(&a));
+        debug_assert!(ok, "new superblock overlaps free memory");
+    }
+
+    /// True when `addr` lies in one of this arena's superblocks.
+    #[cfg(test)]
+    pub fn owns(&self, addr: u64) -> bool {
+        self.containing(addr).is_some()
+    }
+
+    /// Frees `[addr, addr + size)` if it lies in one of the superblocks.
+    pub fn free(&mut self, addr: u64, size: usize) -> Freed {
+        let Some((s, sb_size)) = self.containing(addr) else {
+            return Freed::NotOwned;
+        };
+        if addr + size as u64 > s + sb_size as u64 {
+            return Freed::Overlap;
+        }
+        let sbs = &self.superblocks;
+        if !self.free.insert(addr, size, |a| sbs.contains_key(&a)) {
+            return Freed::Overlap;
+        }
+        let Some(sb) = self.superblocks.get_mut(&s) else {
+            return Freed::Overlap;
+        };
+        sb.used = sb.used.saturating_sub(size);
+        if sb.used > 0 {
+            return Freed::Kept;
+        }
+        self.empty += 1;
+        if self.empty <= self.max_empty {
+            return Freed::Kept;
+        }
+        // Empty and coalesced: the superblock is exactly one free block.
+        self.free.remove(s);
+        self.superblocks.remove(&s);
+        self.empty -= 1;
+        Freed::Release(s, sb_size)
+    }
+
+    /// Removes everything: returns the free blocks and the superblocks
+    /// (which may still hold live blocks).
+    pub fn drain(&mut self) -> (Vec<(u64, usize)>, Vec<(u64, usize)>) {
+        let free = self.free.drain();
+        let sbs = std::mem::take(&mut self.superblocks)
+            .into_iter()
+            .map(|(s, sb)| (s, sb.size))
+            .collect();
+        self.empty = 0;
+        (free, sbs)
+    }
+
+    /// Free bytes in the superblocks.
+    pub fn free_bytes(&self) -> usize {
+        self.free.free_bytes()
+    }
+
+    /// Number of superblocks.
+    pub fn superblock_count(&self) -> usize {
+        self.superblocks.len()
+    }
+
+    #[cfg(test)]
+    /// Checks the invariants: free blocks inside superblocks, per-superblock
+    /// used + free == size, the empty count.
+    pub fn check(&self) -> Result<(), String> {
+        self.free.check(|a| self.superblocks.contains_key(&a))?;
+        let mut empty = 0;
+        for (&s, sb) in &self.superblocks {
+            let free: usize = self.free.blocks_in(s, s + sb.size as u64).map(|(_, n)| n).sum();
+            if free + sb.used != sb.size {
+                return Err(format!(
+                    "superblock {s:#x}: used {} + free {free} != size {}",
+                    sb.used, sb.size
+                ));
+            }
+            empty += usize::from(sb.used == 0);
+        }
+        for (a, _) in self.free.iter() {
+            if self.containing(a).is_none() {
+                return Err(format!("free block {a:#x} outside every superblock"));
+            }
+        }
+        if empty != self.empty {
+            return Err(format!("empty count {} but {empty} empty superblocks", self.empty));
+        }
+        Ok(())
+    }
+}
+
+/// The global arena: free ranges of the one upstream allocation and the
+/// owner (arena index) of every superblock handed out.
+#[derive(Debug)]
+pub(crate) struct GlobalBook {
+    free: CoalescingFreeList,
+    owners: BTreeMap<u64, (usize, usize)>,
+    size: usize,
+}
+
+impl GlobalBook {
+    /// A global arena over `[base, base + size)`, all free.
+    pub fn new(base: u64, size: usize) -> Self {
+        let mut free = CoalescingFreeList::new();
+        if size > 0 {
+            free.insert(base, size, |_| false);
+        }
+        GlobalBook {
+            free,
+            owners: BTreeMap::new(),
+            size,
+        }
+    }
+
+    /// Allocates `size` bytes directly (best fit).
+    pub fn allocate(&mut self, size: usize) -> Option<u64> {
+        self.free.allocate(size)
+    }
+
+    /// Takes a superblock of `size` bytes for arena `owner`.
+    pub fn acquire(&mut self, size: usize, owner: usize) -> Option<u64> {
+        let a = self.free.allocate(size)?;
+        self.owners.insert(a, (size, owner));
+        Some(a)
+    }
+
+    /// The arena owning the superblock around `addr`, if any.
+    pub fn owner_of(&self, addr: u64) -> Option<usize> {
+        self.owners
+            .range(..=addr)
+            .next_back()
+            .filter(|(&s, &(n, _))| addr < s + n as u64)
+            .map(|(_, &(_, o))| o)
+    }
+
+    /// Frees a block owned by the global arena; false on overlap.
+    pub fn free(&mut self, addr: u64, size: usize) -> bool {
+        self.free.insert(addr, size, |_| false)
+    }
+
+    /// Forgets the owner of the superblock at `start` (its free blocks are
+    /// given back with [`free`](Self::free)).
+    pub fn disown(&mut self, start: u64) {
+        self.owners.remove(&start);
+    }
+
+    /// Free bytes.
+    pub fn free_bytes(&self) -> usize {
+        self.free.free_bytes()
+    }
+
+    /// The largest free range.
+    pub fn largest_free(&self) -> usize {
+        self.free.largest()
+    }
+
+    /// Number of superblocks owned by arenas.
+    #[cfg(test)]
+    pub fn owned_superblocks(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Size of the arena.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Checks the free list's invariants.
+    #[cfg(test)]
+    pub fn check(&self) -> Result<(), String> {
+        self.free.check(|_| false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const U: usize = 256;
+    const SB: usize = 16 * U;
+
+    #[test]
+    fn superblock_lifecycle() {
+        let mut g = GlobalBook::new(1 << 20, 64 * U);
+        let mut a = ArenaBook::new(1);
+        let s1 = g.acquire(SB, 0).unwrap();
+        a.add_superblock(s1, SB);
+        let x = a.allocate(4 * U).unwrap();
+        let y = a.allocate(4 * U).unwrap();
+        assert_eq!(g.owner_of(x), Some(0));
+        assert_eq!(g.owner_of(s1 + SB as u64), None);
+        assert_eq!(a.free(x, 4 * U), Freed::Kept);
+        assert_eq!(a.free(x, 4 * U), Freed::Overlap);
+        assert_eq!(a.free(y, 4 * U), Freed::Kept); // the one empty superblock is kept
+        let s2 = g.acquire(SB, 0).unwrap();
+        a.add_superblock(s2, SB);
+        let z = a.allocate(SB).unwrap();
+        let w = a.allocate(SB).unwrap();
+        assert!(a.allocate(U).is_none());
+        assert_eq!(a.free(z, SB), Freed::Kept);
+        match a.free(w, SB) {
+            Freed::Release(s, n) => {
+                assert_eq!(n, SB);
+                g.disown(s);
+                assert!(g.free(s, n));
+            }
+            other => panic!("expected a release, got {other:?}"),
+        }
+        a.check().unwrap();
+        assert_eq!(a.superblock_count(), 1);
+        assert_eq!(a.free(1, U), Freed::NotOwned);
+        let (free, sbs) = a.drain();
+        assert_eq!(free.len(), 1);
+        for (s, _) in sbs {
+            g.disown(s);
+        }
+        for (f, n) in free {
+            assert!(g.free(f, n));
+        }
+        assert_eq!(g.free_bytes(), 64 * U);
+        assert_eq!(g.largest_free(), 64 * U);
+        g.check().unwrap();
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Alloc { arena: usize, units: usize },
+        Free(usize),
+        Defragment,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0usize..3, 1usize..40).prop_map(|(arena, units)| Op::Alloc { arena, units }),
+            3 => any::<usize>().prop_map(Op::Free),
+            1 => Just(Op::Defragment),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Three arenas over one global arena, driven as `arena.rs` drives
+        /// them (small requests from superblocks, large ones from the global
+        /// arena, frees routed by ownership, defragmentation), against a
+        /// byte-map model: no overlap, every unit live or free exactly once.
+        #[test]
+        fn arenas_match_model(total in 32usize..256, ops in proptest::collection::vec(op(), 1..300)) {
+            let base = 1u64 << 30;
+            let mut g = GlobalBook::new(base, total * U);
+            let mut arenas: Vec<ArenaBook> = (0..3).map(|_| ArenaBook::new(1)).collect();
+            let mut live: Vec<(u64, usize)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Alloc { arena, units } => {
+                        let size = units * U;
+                        let got = if size > SB / 2 {
+                            g.allocate(size)
+                        } else {
+                            arenas[arena].allocate(size).or_else(|| {
+                                let s = g.acquire(SB, arena)?;
+                                arenas[arena].add_superblock(s, SB);
+                                arenas[arena].allocate(size)
+                            }).or_else(|| g.allocate(size))
+                        };
+                        if let Some(a) = got {
+                            live.push((a, size));
+                        }
+                    }
+                    Op::Free(i) => {
+                        if !live.is_empty() {
+                            let (a, size) = live.swap_remove(i % live.len());
+                            match g.owner_of(a) {
+                                Some(o) => match arenas[o].free(a, size) {
+                                    Freed::Kept => {}
+                                    Freed::Release(s, n) => { g.disown(s); prop_assert!(g.free(s, n)); }
+                                    other => prop_assert!(false, "free in owner gave {:?}", other),
+                                },
+                                None => {
+                                    for ar in &arenas { prop_assert!(!ar.owns(a)); }
+                                    prop_assert!(g.free(a, size));
+                                }
+                            }
+                        }
+                    }
+                    Op::Defragment => {
+                        for ar in &mut arenas {
+                            let (free, sbs) = ar.drain();
+                            for (s, _) in sbs { g.disown(s); }
+                            for (f, n) in free { prop_assert!(g.free(f, n)); }
+                        }
+                        prop_assert_eq!(g.owned_superblocks(), 0);
+                    }
+                }
+                g.check().map_err(TestCaseError::fail)?;
+                for ar in &arenas { ar.check().map_err(TestCaseError::fail)?; }
+                let mut units = BTreeMap::new();
+                let blocks = live.iter().copied()
+                    .chain(g.free.iter())
+                    .chain(arenas.iter().flat_map(|a| a.free.iter()));
+                for (a, s) in blocks {
+                    prop_assert!(a >= base && a + s as u64 <= base + (total * U) as u64);
+                    for u in 0..(s / U) as u64 {
+                        prop_assert!(units.insert(a + u * U as u64, ()).is_none(), "unit {:#x} twice", a + u * U as u64);
+                    }
+                }
+                prop_assert_eq!(units.len(), total);
+            }
+            // Freeing everything and defragmenting gives back one range.
+            for (a, size) in live.drain(..) {
+                match g.owner_of(a) {
+                    Some(o) => { if let Freed::Release(s, n) = arenas[o].free(a, size) { g.disown(s); g.free(s, n); } }
+                    None => { g.free(a, size); }
+                }
+            }
+            for ar in &mut arenas {
+                let (free, sbs) = ar.drain();
+                for (s, _) in sbs { g.disown(s); }
+                for (f, n) in free { g.free(f, n); }
+            }
+            prop_assert_eq!(g.largest_free(), total * U);
+        }
+    }
+}

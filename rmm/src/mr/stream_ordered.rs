@@ -1,0 +1,270 @@
+//! The stream-ordered core shared by the pool, fixed-size and virtual pool
+//! resources (RMM's `stream_ordered_memory_resource`).
+//!
+//! One free list per stream. A block freed on stream A is reused on A at
+//! once (stream order makes that safe) and on another stream B only after B
+//! waits on an event of A: first a single block is taken from another
+//! stream's list without merging, then whole lists are merged into B's, and
+//! only then does the backing grow.
+//!
+//! Events are recorded lazily: a free only marks its list *pending*; the
+//! event is recorded on A when another stream takes one of A's blocks
+//! (recording later covers at least the work queued up to the free, which is
+//! all that must finish). That keeps driver calls off the hot path. The
+//! per-thread default stream is the exception: it is a different stream on
+//! every thread, so its event is recorded at the free, on the freeing thread.
+//! Over a simulated upstream no event is ever created, recorded or waited on.
+
+use std::thread::ThreadId;
+
+use super::free_list::FreeBlocks;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::stream::CudaStreamView;
+
+/// Where sub-allocated memory comes from.
+pub(crate) trait Backing: Send + 'static {
+    /// The free-list type.
+    type List: FreeBlocks;
+    /// The largest request (already rounded) the resource serves.
+    fn max_allocation(&self) -> usize;
+    /// True when `addr` starts an upstream chunk (blocks never merge across it).
+    fn is_head(&self, addr: u64) -> bool;
+    /// Obtains memory for a `size`-byte request on `stream` and puts it into
+    /// `list` (the requesting stream's list, which then holds every free
+    /// block of the resource).
+    fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut Self::List) -> Result<()>;
+    /// A short name for messages.
+    fn name(&self) -> &'static str;
+}
+
+/// A stream's identity: the handle, plus the thread for the per-thread
+/// default stream (a different stream on every thread); both default-stream
+/// handles are one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct StreamKey {
+    raw: usize,
+    thread: Option<ThreadId>,
+}
+
+impl StreamKey {
+    pub(crate) fn of(stream: CudaStreamView) -> StreamKey {
+        if stream.is_per_thread_default() {
+            StreamKey {
+                raw: stream.as_raw(),
+                thread: Some(std::thread::current().id()),
+            }
+        } else if stream.is_default() {
+            StreamKey { raw: 0, thread: None }
+        } else {
+            StreamKey {
+                raw: stream.as_raw(),
+                thread: None,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventState {
+    /// No block of the list was ever used on the stream: nothing to wait for.
+    Clean,
+    /// Blocks were freed (or merged in) since the last record.
+    Pending,
+    /// The event covers every free so far.
+    Recorded,
+    /// Recording failed: whoever takes a block synchronises the device.
+    Unsafe,
+}
+
+#[derive(Debug)]
+struct StreamList<L> {
+    key: StreamKey,
+    stream: CudaStreamView,
+    event: usize,
+    state: EventState,
+    list: L,
+}
+
+/// Per-stream free lists over a [`Backing`]; callers hold one mutex around it.
+#[derive(Debug)]
+pub(crate) struct StreamOrdered<B: Backing> {
+    lists: Vec<StreamList<B::List>>,
+    /// The backing (upstream chunks, growth policy).
+    pub backing: B,
+    simulated: bool,
+}
+
+impl<B: Backing> StreamOrdered<B> {
+    /// A core without free blocks.
+    pub fn new(backing: B, simulated: bool) -> Self {
+        StreamOrdered {
+            lists: Vec::new(),
+            backing,
+            simulated,
+        }
+    }
+
+    fn index_of(&mut self, stream: CudaStreamView) -> usize {
+        let key = StreamKey::of(stream);
+        if let Some(i) = self.lists.iter().position(|l| l.key == key) {
+            return i;
+        }
+        self.lists.push(StreamList {
+            key,
+            stream,
+            event: 0,
+            state: EventState::Clean,
+            list: B::List::default(),
+        });
+        self.lists.len() - 1
+    }
+
+    /// Adds free memory that no stream has used (the initial chunk).
+    pub fn add_fresh(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        let i = self.index_of(stream);
+        let backing = &self.backing;
+        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+            log::error!("{}: fresh block {addr:#x}+{size} overlaps a free block", backing.name());
+        }
+    }
+
+    /// Allocates `size` bytes (a multiple of 256) in `stream` order.
+    pub fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
+        if size > self.backing.max_allocation() {
+            return Err(Error::OutOfMemory {
+                requested: size,
+                reason: format!(
+                    "{}: maximum allocation size exceeded ({} bytes)",
+                    self.backing.name(),
+                    self.backing.max_allocation()
+                ),
+            });
+        }
+        let own = self.index_of(stream);
+        if let Some(a) = self.lists[own].list.take(size) {
+            return Ok(a);
+        }
+        // Another stream's block, without merging lists.
+        for i in 0..self.lists.len() {
+            if i != own && self.lists[i].list.fits(size) {
+                self.make_safe_for(i, stream)?;
+                if let Some(a) = self.lists[i].list.take(size) {
+                    return Ok(a);
+                }
+            }
+        }
+        // Merge whole lists into this stream's, retrying after each.
+        for i in 0..self.lists.len() {
+            if i == own || self.lists[i].list.is_empty() {
+                continue;
+            }
+            self.make_safe_for(i, stream)?;
+            let mut other = std::mem::take(&mut self.lists[i].list);
+            let backing = &self.backing;
+            self.lists[own].list.absorb(&mut other, |a| backing.is_head(a));
+            self.mark_used(own);
+            if let Some(a) = self.lists[own].list.take(size) {
+                return Ok(a);
+            }
+        }
+        self.backing.grow(size, stream, &mut self.lists[own].list)?;
+        self.mark_used(own);
+        self.lists[own].list.take(size).ok_or_else(|| Error::OutOfMemory {
+            requested: size,
+            reason: format!("{}: grown memory does not hold the request", self.backing.name()),
+        })
+    }
+
+    /// Returns a block freed on `stream`; overlapping frees are logged and ignored.
+    pub fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        let i = self.index_of(stream);
+        let backing = &self.backing;
+        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+            log::error!(
+                "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
+                backing.name()
+            );
+            return;
+        }
+        self.mark_used(i);
+    }
+
+    /// Total free bytes over all streams.
+    pub fn free_bytes(&self) -> usize {
+        self.lists.iter().map(|l| l.list.free_bytes()).sum()
+    }
+
+    /// Calls `f` on every stream's list.
+    pub fn for_each_list(&mut self, mut f: impl FnMut(&mut B::List, &B)) {
+        for l in &mut self.lists {
+            f(&mut l.list, &self.backing);
+        }
+    }
+
+    /// Notes that blocks of list `i` were used in its stream's order.
+    fn mark_used(&mut self, i: usize) {
+        if self.simulated {
+            return;
+        }
+        let l = &mut self.lists[i];
+        if l.key.thread.is_some() {
+            // The per-thread default stream can only be recorded on its thread: now.
+            l.state = match record(l) {
+                Ok(()) => EventState::Recorded,
+                Err(e) => {
+                    log::warn!("event record on the per-thread default stream failed: {e}");
+                    EventState::Unsafe
+                }
+            };
+        } else if l.state != EventState::Unsafe {
+            l.state = EventState::Pending;
+        }
+    }
+
+    /// Orders `stream` after every use of list `i`'s blocks.
+    fn make_safe_for(&mut self, i: usize, stream: CudaStreamView) -> Result<()> {
+        if self.simulated {
+            return Ok(());
+        }
+        let l = &mut self.lists[i];
+        if l.state == EventState::Pending {
+            l.state = match record(l) {
+                Ok(()) => EventState::Recorded,
+                Err(e) => {
+                    log::warn!("event record on {:?} failed ({e}); synchronising the device", l.stream);
+                    EventState::Unsafe
+                }
+            };
+        }
+        match l.state {
+            EventState::Clean => Ok(()),
+            EventState::Recorded | EventState::Pending => driver::stream_wait_event(stream.as_raw(), l.event),
+            EventState::Unsafe => {
+                driver::device_synchronize()?;
+                l.state = EventState::Clean;
+                Ok(())
+            }
+        }
+    }
+
+    /// Destroys the events (the lists' memory is the backing's to return).
+    pub fn destroy_events(&mut self) {
+        for l in &mut self.lists {
+            if l.event != 0 {
+                // SAFETY: the event was created by `record` and is used by no one else.
+                if let Err(e) = unsafe { driver::event_destroy(l.event) } {
+                    log::error!("cuEventDestroy failed: {e}");
+                }
+                l.event = 0;
+            }
+        }
+    }
+}
+
+fn record<L>(l: &mut StreamList<L>) -> Result<()> {
+    if l.event == 0 {
+        l.event = driver::event_create(false)?;
+    }
+    driver::event_record(l.event, l.stream.as_raw())
+}
