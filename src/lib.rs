@@ -1,1 +1,1 @@
-
+//! Rust GPU kernels (compiled to PTX) that draw scratch memory from the `rmm` crate.

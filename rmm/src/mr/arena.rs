@@ -97,8 +97,12 @@ impl<U: MemoryResource> Drop for ArenaInner<U> {
         // SAFETY: the arena came from `upstream.allocate(size, 256, _)`; the
         // resource is gone, so no block of it is in use.
         unsafe {
-            self.upstream
-                .deallocate(self.base, self.size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)
+            self.upstream.deallocate(
+                self.base,
+                self.size,
+                CUDA_ALLOCATION_ALIGNMENT,
+                CudaStreamView::DEFAULT,
+            )
         };
     }
 }
@@ -174,7 +178,9 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// a simulated upstream; the upstream's error when the allocation fails.
     pub fn new(upstream: U, options: ArenaOptions) -> Result<Self> {
         let simulated = upstream.is_simulated();
-        if options.superblock_size < MIN_SUPERBLOCK || options.superblock_size % CUDA_ALLOCATION_ALIGNMENT != 0 {
+        if options.superblock_size < MIN_SUPERBLOCK
+            || !options.superblock_size.is_multiple_of(CUDA_ALLOCATION_ALIGNMENT)
+        {
             return Err(Error::Logic(format!(
                 "ArenaMemoryResource: superblock size {} must be a multiple of 256 of at least 1 MiB",
                 options.superblock_size
@@ -243,7 +249,10 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
 
     /// Superblocks held by the per-stream and per-thread arenas.
     pub fn superblocks_held(&self) -> usize {
-        self.all_arenas().iter().map(|a| lock(&a.book).superblock_count()).sum()
+        self.all_arenas()
+            .iter()
+            .map(|a| lock(&a.book).superblock_count())
+            .sum()
     }
 
     /// Free bytes in the global arena and its largest free range.
@@ -277,7 +286,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
 
     fn all_arenas(&self) -> Vec<Arc<Arena>> {
-        self.inner.arenas.read().unwrap_or_else(|e| e.into_inner()).all.clone()
+        self.inner
+            .arenas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .all
+            .clone()
     }
 
     fn arena_for(&self, stream: CudaStreamView) -> Arc<Arena> {
@@ -396,7 +410,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if size > LARGE {
             self.sync_stream(stream);
             if !lock(&self.inner.global).free(addr, size) {
-                log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored");
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
             }
             return;
         }
@@ -411,7 +427,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                 return;
             }
             Freed::Overlap => {
-                log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored");
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
                 return;
             }
             Freed::NotOwned => {}
@@ -439,7 +457,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             }
             None => {
                 if !g.free(addr, size) {
-                    log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored");
+                    log::error!(
+                        "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                    );
                 }
             }
         }

@@ -16,6 +16,9 @@ struct Superblock {
     used: usize,
 }
 
+/// Address ranges `(start, size)`.
+pub(crate) type Ranges = Vec<(u64, usize)>;
+
 /// Outcome of [`ArenaBook::free`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Freed {
@@ -117,7 +120,7 @@ impl ArenaBook {
 
     /// Removes everything: returns the free blocks and the superblocks
     /// (which may still hold live blocks).
-    pub fn drain(&mut self) -> (Vec<(u64, usize)>, Vec<(u64, usize)>) {
+    pub fn drain(&mut self) -> (Ranges, Ranges) {
         let free = self.free.drain();
         let sbs = std::mem::take(&mut self.superblocks)
             .into_iter()
@@ -159,7 +162,10 @@ impl ArenaBook {
             }
         }
         if empty != self.empty {
-            return Err(format!("empty count {} but {empty} empty superblocks", self.empty));
+            return Err(format!(
+                "empty count {} but {empty} empty superblocks",
+                self.empty
+            ));
         }
         Ok(())
     }

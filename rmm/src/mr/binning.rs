@@ -4,7 +4,9 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource};
+use super::{
+    check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource,
+};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
 use crate::error::{Error, Result};

@@ -76,7 +76,10 @@ impl<U: MemoryResource> FixedBacking<U> {
             })?;
         if !p.is_aligned(CUDA_ALLOCATION_ALIGNMENT) {
             // SAFETY: `p` was just allocated with these arguments and is unused.
-            unsafe { self.upstream.deallocate(p, self.chunk_size, CUDA_ALLOCATION_ALIGNMENT, stream) };
+            unsafe {
+                self.upstream
+                    .deallocate(p, self.chunk_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            };
             return Err(Error::BadAlloc(format!(
                 "FixedSizeMemoryResource: upstream returned {p}, not 256-byte aligned"
             )));
@@ -97,8 +100,12 @@ impl<U: MemoryResource> FixedBacking<U> {
             // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
             // and no block of it is in use any more (the resource is dropped).
             unsafe {
-                self.upstream
-                    .deallocate(DevicePtr::new(addr), size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)
+                self.upstream.deallocate(
+                    DevicePtr::new(addr),
+                    size,
+                    CUDA_ALLOCATION_ALIGNMENT,
+                    CudaStreamView::DEFAULT,
+                )
             };
         }
     }
@@ -216,7 +223,8 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             })?;
         let simulated = upstream.is_simulated();
         let device = upstream.device();
-        let (device_accessible, host_accessible) = (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let (device_accessible, host_accessible) =
+            (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = FixedBacking {
             upstream,
             block_size,
@@ -232,7 +240,11 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             }
         }
         for i in 0..options.blocks_to_preallocate {
-            core.add_fresh(base + (i * block_size) as u64, block_size, CudaStreamView::DEFAULT);
+            core.add_fresh(
+                base + (i * block_size) as u64,
+                block_size,
+                CudaStreamView::DEFAULT,
+            );
         }
         Ok(FixedSizeMemoryResource {
             inner: Arc::new(FixedInner {
@@ -282,7 +294,9 @@ impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
                 ),
             });
         }
-        self.state().allocate(self.inner.block_size, stream).map(DevicePtr::new)
+        self.state()
+            .allocate(self.inner.block_size, stream)
+            .map(DevicePtr::new)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {

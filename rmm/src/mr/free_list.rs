@@ -361,7 +361,10 @@ mod tests {
         l.absorb(&mut other, NO_HEADS);
         assert!(other.is_empty());
         assert_eq!(l.free_bytes(), 3 * 256);
-        assert_eq!((l.pop(), l.pop(), l.pop(), l.pop()), (Some(256), Some(512), Some(1024), None));
+        assert_eq!(
+            (l.pop(), l.pop(), l.pop(), l.pop()),
+            (Some(256), Some(512), Some(1024), None)
+        );
     }
 
     /// The model: one flag per 256-byte unit of a few chunks.

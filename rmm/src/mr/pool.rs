@@ -76,8 +76,12 @@ impl<U: MemoryResource> PoolBacking<U> {
             // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
             // and no block of it is in use any more (the pool is dropped).
             unsafe {
-                self.upstream
-                    .deallocate(DevicePtr::new(addr), size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)
+                self.upstream.deallocate(
+                    DevicePtr::new(addr),
+                    size,
+                    CUDA_ALLOCATION_ALIGNMENT,
+                    CudaStreamView::DEFAULT,
+                )
             };
         }
         self.pool_size = 0;
@@ -111,7 +115,10 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
             return Err(e);
         }
         loop {
-            match self.upstream.allocate(try_size, CUDA_ALLOCATION_ALIGNMENT, stream) {
+            match self
+                .upstream
+                .allocate(try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            {
                 Ok(p) if is_aligned(p.addr() as usize, CUDA_ALLOCATION_ALIGNMENT) && !p.is_null() => {
                     self.chunks.insert(p.addr(), try_size);
                     self.pool_size += try_size;
@@ -121,7 +128,10 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
                 }
                 Ok(p) => {
                     // SAFETY: `p` was just allocated with these arguments and is unused.
-                    unsafe { self.upstream.deallocate(p, try_size, CUDA_ALLOCATION_ALIGNMENT, stream) };
+                    unsafe {
+                        self.upstream
+                            .deallocate(p, try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+                    };
                     return Err(Error::BadAlloc(format!(
                         "PoolMemoryResource: upstream returned {p}, not 256-byte aligned"
                     )));
@@ -267,10 +277,15 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
     /// size exceeds the maximum; the upstream's error when the initial
     /// allocation fails.
     pub fn new(upstream: U, options: PoolOptions) -> Result<Self> {
-        check_sizes("PoolMemoryResource", options.initial_pool_size, options.maximum_pool_size)?;
+        check_sizes(
+            "PoolMemoryResource",
+            options.initial_pool_size,
+            options.maximum_pool_size,
+        )?;
         let simulated = upstream.is_simulated();
         let device = upstream.device();
-        let (device_accessible, host_accessible) = (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let (device_accessible, host_accessible) =
+            (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = PoolBacking {
             upstream,
             chunks: BTreeMap::new(),
@@ -280,7 +295,11 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         let mut core = StreamOrdered::new(backing, simulated);
         let initial = options.initial_pool_size;
         if initial > 0 {
-            let p = core.backing.upstream.allocate(initial, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)?;
+            let p = core.backing.upstream.allocate(
+                initial,
+                CUDA_ALLOCATION_ALIGNMENT,
+                CudaStreamView::DEFAULT,
+            )?;
             core.backing.chunks.insert(p.addr(), initial);
             core.backing.pool_size = initial;
             if !simulated {

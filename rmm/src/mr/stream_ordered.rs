@@ -125,7 +125,10 @@ impl<B: Backing> StreamOrdered<B> {
         let i = self.index_of(stream);
         let backing = &self.backing;
         if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
-            log::error!("{}: fresh block {addr:#x}+{size} overlaps a free block", backing.name());
+            log::error!(
+                "{}: fresh block {addr:#x}+{size} overlaps a free block",
+                backing.name()
+            );
         }
     }
 
@@ -232,7 +235,10 @@ impl<B: Backing> StreamOrdered<B> {
             l.state = match record(l) {
                 Ok(()) => EventState::Recorded,
                 Err(e) => {
-                    log::warn!("event record on {:?} failed ({e}); synchronising the device", l.stream);
+                    log::warn!(
+                        "event record on {:?} failed ({e}); synchronising the device",
+                        l.stream
+                    );
                     EventState::Unsafe
                 }
             };
