@@ -162,13 +162,25 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
         let t0 = Instant::now();
         let r = random_allocations(mr, s, n, max_mib * MIB, 16000 * MIB, 42);
         streams.sync();
-        row(name, "random", &format!("n={n} max={max_mib}MiB"), t0.elapsed().as_secs_f64(), r);
+        row(
+            name,
+            "random",
+            &format!("n={n} max={max_mib}MiB"),
+            t0.elapsed().as_secs_f64(),
+            r,
+        );
     }
     for size in [256usize, MIB] {
         let t0 = Instant::now();
         let r = hot_pairs(mr, s, size, 200_000);
         streams.sync();
-        row(name, "hot_pair", &format!("size={size}"), t0.elapsed().as_secs_f64(), r);
+        row(
+            name,
+            "hot_pair",
+            &format!("size={size}"),
+            t0.elapsed().as_secs_f64(),
+            r,
+        );
     }
     let streams8 = Streams::new(gpu, 8);
     let t0 = Instant::now();
@@ -188,7 +200,13 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
         })
     });
     streams8.sync();
-    row(name, "threads8", "n=20000 max=1MiB", t0.elapsed().as_secs_f64(), total);
+    row(
+        name,
+        "threads8",
+        "n=20000 max=1MiB",
+        t0.elapsed().as_secs_f64(),
+        total,
+    );
 }
 
 fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
@@ -197,8 +215,11 @@ fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
             "cuda" => Ok(SharedResource::new(CudaMemoryResource::new())),
             "cuda_async" => CudaAsyncMemoryResource::new().map(SharedResource::new),
             "pool" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
-                PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default().initial_pool_size(initial))
-                    .map(SharedResource::new)
+                PoolMemoryResource::new(
+                    CudaMemoryResource::new(),
+                    PoolOptions::default().initial_pool_size(initial),
+                )
+                .map(SharedResource::new)
             }),
             "binning" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
                 let pool = PoolMemoryResource::new(
@@ -214,21 +235,24 @@ fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
                 )
                 .map(SharedResource::new)
             }),
-            "vmpool" => VirtualPoolMemoryResource::new(VirtualPoolOptions::default()).map(SharedResource::new),
+            "vmpool" => {
+                VirtualPoolMemoryResource::new(VirtualPoolOptions::default()).map(SharedResource::new)
+            }
             _ => return None,
         }
     } else {
         let sim = SimulatedMemoryResource::new(sim_capacity);
         let half = rmm::align::align_down(sim_capacity / 2, 256);
         match name {
-            "pool" => {
-                PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half)).map(SharedResource::new)
-            }
+            "pool" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
+                .map(SharedResource::new),
             "binning" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
                 .and_then(|pool| BinningMemoryResource::with_fixed_bins(pool, 18, 22))
                 .map(SharedResource::new),
-            "arena" => ArenaMemoryResource::new(sim, ArenaOptions::default().arena_size(sim_capacity - 64 * MIB))
-                .map(SharedResource::new),
+            "arena" => {
+                ArenaMemoryResource::new(sim, ArenaOptions::default().arena_size(sim_capacity - 64 * MIB))
+                    .map(SharedResource::new)
+            }
             _ => return None,
         }
     };

@@ -147,7 +147,14 @@ impl ArenaBook {
         self.free.check(|a| self.superblocks.contains_key(&a))?;
         let mut empty = 0;
         for (&s, sb) in &self.superblocks {
-            let free: usize = self.free.blocks_in(s, s + sb.size as u64).map(|(_, n)| n).sum();
+            let end = s + sb.size as u64;
+            let free: usize = self
+                .free
+                .blocks()
+                .iter()
+                .filter(|&&(a, _)| a >= s && a < end)
+                .map(|(_, n)| n)
+                .sum();
             if free + sb.used != sb.size {
                 return Err(format!(
                     "superblock {s:#x}: used {} + free {free} != size {}",
@@ -156,7 +163,7 @@ impl ArenaBook {
             }
             empty += usize::from(sb.used == 0);
         }
-        for (a, _) in self.free.iter() {
+        for (a, _) in self.free.blocks() {
             if self.containing(a).is_none() {
                 return Err(format!("free block {a:#x} outside every superblock"));
             }
@@ -379,8 +386,8 @@ mod tests {
                 for ar in &arenas { ar.check().map_err(TestCaseError::fail)?; }
                 let mut units = BTreeMap::new();
                 let blocks = live.iter().copied()
-                    .chain(g.free.iter())
-                    .chain(arenas.iter().flat_map(|a| a.free.iter()));
+                    .chain(g.free.blocks())
+                    .chain(arenas.iter().flat_map(|a| a.free.blocks()));
                 for (a, s) in blocks {
                     prop_assert!(a >= base && a + s as u64 <= base + (total * U) as u64);
                     for u in 0..(s / U) as u64 {
