@@ -114,7 +114,7 @@ fn hot_pairs(mr: &dyn MemoryResource, stream: CudaStreamView, size: usize, iters
 /// Real streams on a GPU, distinct fake handles over the simulated device.
 enum Streams {
     Real(Vec<CudaStream>),
-    Fake(usize),
+    Fake,
 }
 
 impl Streams {
@@ -122,7 +122,7 @@ impl Streams {
         if gpu {
             Streams::Real((0..n).map(|_| CudaStream::new().expect("stream")).collect())
         } else {
-            Streams::Fake(n)
+            Streams::Fake
         }
     }
     fn get(&self, i: usize) -> CudaStreamView {
@@ -130,7 +130,7 @@ impl Streams {
             Streams::Real(v) => v[i].view(),
             // SAFETY: fake handles only reach the simulated resource, which
             // never passes them to the driver.
-            Streams::Fake(_) => unsafe { CudaStreamView::from_raw(0x5000 + 16 * i) },
+            Streams::Fake => unsafe { CudaStreamView::from_raw(0x5000 + 16 * i) },
         }
     }
     fn sync(&self) {

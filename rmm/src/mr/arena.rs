@@ -2,8 +2,10 @@
 //! per-stream arenas of superblocks.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::arena_book::{ArenaBook, Freed, GlobalBook};
@@ -74,7 +76,17 @@ struct Arenas {
     all: Vec<Arc<Arena>>,
 }
 
+/// Source of [`ArenaInner::uid`]: never reused, so stale cache entries never match.
+static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
+const ARENA_CACHE_ENTRIES: usize = 8;
+
+thread_local! {
+    /// Recently used arenas of this thread: (resource uid, stream, arena).
+    static ARENA_CACHE: RefCell<Vec<(usize, StreamKey, Arc<Arena>)>> = const { RefCell::new(Vec::new()) };
+}
+
 struct ArenaInner<U: MemoryResource> {
+    uid: usize,
     upstream: U,
     base: DevicePtr,
     size: usize,
@@ -117,14 +129,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 ///
 /// * Requests up to 1 MiB are served from the caller's arena (best fit over
 ///   its superblocks, one lock per arena, so threads on different streams do
-///   not contend); requests above 1 MiB come from the global arena directly.
-/// * Frees of small blocks go back to their arena without synchronisation.
-///   A free from another stream's arena, or of a large block, first
-///   synchronises the freeing stream (the block becomes usable by any stream).
+///   not contend); requests above 1 MiB come from large blocks freed earlier
+///   on the same stream, else from the global arena.
+/// * Frees of small blocks go back to their arena without synchronisation;
+///   a free into another stream's arena first synchronises the freeing
+///   stream. Large blocks are kept by the freeing stream's arena (RMM
+///   instead synchronises the stream and returns them to the global arena).
 /// * An arena keeps one empty superblock and returns further empty ones.
 /// * When memory runs out, the device is synchronised, every arena returns
-///   all its superblocks to the global arena and the request is tried once
-///   more; then [`Error::OutOfMemory`] with the arena's sizes.
+///   all its superblocks and large blocks to the global arena and the
+///   request is tried once more; then [`Error::OutOfMemory`] with the
+///   arena's sizes.
 ///
 /// Sizes are rounded up to 256; alignments up to 256 are served. Thread
 /// safety: every method may be called from any thread; clones share state.
@@ -221,6 +236,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
         Ok(ArenaMemoryResource {
             inner: Arc::new(ArenaInner {
+                uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
                 device: upstream.device(),
                 device_accessible: upstream.is_device_accessible(),
                 host_accessible: upstream.is_host_accessible(),
@@ -294,8 +310,35 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             .clone()
     }
 
+    /// The arena of `stream` (per thread for the per-thread default stream),
+    /// through a small per-thread cache so the hot path takes no shared lock.
     fn arena_for(&self, stream: CudaStreamView) -> Arc<Arena> {
         let key = StreamKey::of(stream);
+        let uid = self.inner.uid;
+        let hit = ARENA_CACHE
+            .try_with(|c| {
+                c.borrow()
+                    .iter()
+                    .find(|(u, k, _)| *u == uid && *k == key)
+                    .map(|(_, _, a)| a.clone())
+            })
+            .ok()
+            .flatten();
+        if let Some(a) = hit {
+            return a;
+        }
+        let a = self.arena_lookup(key);
+        let _ = ARENA_CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= ARENA_CACHE_ENTRIES {
+                c.remove(0);
+            }
+            c.push((uid, key, a.clone()));
+        });
+        a
+    }
+
+    fn arena_lookup(&self, key: StreamKey) -> Arc<Arena> {
         if let Some(a) = self
             .inner
             .arenas
@@ -325,10 +368,13 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
 
     fn try_allocate(&self, size: usize, stream: CudaStreamView) -> Option<u64> {
+        let arena = self.arena_for(stream);
         if size > LARGE {
+            if let Some(a) = lock(&arena.book).take_large(size) {
+                return Some(a);
+            }
             return lock(&self.inner.global).allocate(size);
         }
-        let arena = self.arena_for(stream);
         if let Some(a) = lock(&arena.book).allocate(size) {
             return Some(a);
         }
@@ -407,16 +453,17 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             }
         };
         let addr = ptr.addr();
+        let arena = self.arena_for(stream);
         if size > LARGE {
-            self.sync_stream(stream);
-            if !lock(&self.inner.global).free(addr, size) {
+            // Kept for this stream (reuse in its order needs no sync); other
+            // streams get it after a defragmentation.
+            if !lock(&arena.book).put_large(addr, size) {
                 log::error!(
                     "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
                 );
             }
             return;
         }
-        let arena = self.arena_for(stream);
         let outcome = lock(&arena.book).free(addr, size);
         match outcome {
             Freed::Kept => return,

@@ -8,13 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::free_list::CoalescingFreeList;
-
-#[derive(Debug, Clone, Copy)]
-struct Superblock {
-    size: usize,
-    used: usize,
-}
+use super::free_list::{AddrMap, CoalescingFreeList};
 
 /// Address ranges `(start, size)`.
 pub(crate) type Ranges = Vec<(u64, usize)>;
@@ -36,11 +30,22 @@ pub(crate) enum Freed {
 
 /// One arena: superblocks taken from the global arena and their free blocks
 /// (best fit over all of them; blocks never merge across superblocks).
+///
+/// A superblock is empty exactly when one free block covers it, which the
+/// coalescing free list tells on every free, so no per-superblock counters
+/// are kept and an allocation touches only the free list.
 #[derive(Debug, Default)]
 pub(crate) struct ArenaBook {
     free: CoalescingFreeList,
-    superblocks: BTreeMap<u64, Superblock>,
-    empty: usize,
+    /// Large blocks (taken from the global arena) freed on this arena's
+    /// stream: reused by its large requests without synchronisation.
+    large: CoalescingFreeList,
+    /// Superblocks by start, for finding the one around an address.
+    superblocks: BTreeMap<u64, usize>,
+    /// Superblock starts, for the O(1) head test of the free list.
+    heads: AddrMap<()>,
+    /// Starts of the empty superblocks.
+    empty: Vec<u64>,
     max_empty: usize,
 }
 
@@ -57,28 +62,37 @@ impl ArenaBook {
         self.superblocks
             .range(..=addr)
             .next_back()
-            .filter(|(&s, sb)| addr < s + sb.size as u64)
-            .map(|(&s, sb)| (s, sb.size))
+            .filter(|(&s, &n)| addr < s + n as u64)
+            .map(|(&s, &n)| (s, n))
     }
 
     /// Allocates `size` bytes from the superblocks (best fit).
     pub fn allocate(&mut self, size: usize) -> Option<u64> {
-        let a = self.free.allocate(size)?;
-        if let Some(sb) = self.superblocks.range_mut(..=a).next_back().map(|(_, sb)| sb) {
-            if sb.used == 0 {
-                self.empty -= 1;
-            }
-            sb.used += size;
+        let (a, _) = self.free.allocate_block(size)?;
+        // A block that starts an empty superblock is that whole superblock.
+        if let Some(i) = self.empty.iter().position(|&s| s == a) {
+            self.empty.swap_remove(i);
         }
         Some(a)
     }
 
+    /// Takes a large block freed earlier on this arena's stream (best fit).
+    pub fn take_large(&mut self, size: usize) -> Option<u64> {
+        self.large.allocate(size)
+    }
+
+    /// Keeps a freed large block for this arena's stream; false on overlap.
+    pub fn put_large(&mut self, addr: u64, size: usize) -> bool {
+        self.large.insert(addr, size, |_| false)
+    }
+
     /// Adds an (entirely free) superblock.
     pub fn add_superblock(&mut self, start: u64, size: usize) {
-        self.superblocks.insert(start, Superblock { size, used: 0 });
-        self.empty += 1;
-        let sbs = &self.superblocks;
-        let ok = self.free.insert(start, size, |a| sbs.contains_key(&a));
+        self.superblocks.insert(start, size);
+        self.heads.insert(start, ());
+        self.empty.push(start);
+        let heads = &self.heads;
+        let ok = self.free.insert(start, size, |a| heads.contains_key(&a));
         debug_assert!(ok, "new superblock overlaps free memory");
     }
 
@@ -96,43 +110,38 @@ impl ArenaBook {
         if addr + size as u64 > s + sb_size as u64 {
             return Freed::Overlap;
         }
-        let sbs = &self.superblocks;
-        if !self.free.insert(addr, size, |a| sbs.contains_key(&a)) {
-            return Freed::Overlap;
-        }
-        let Some(sb) = self.superblocks.get_mut(&s) else {
+        let heads = &self.heads;
+        let Some(merged) = self.free.insert_merged(addr, size, |a| heads.contains_key(&a)) else {
             return Freed::Overlap;
         };
-        sb.used = sb.used.saturating_sub(size);
-        if sb.used > 0 {
+        if merged != (s, sb_size) {
             return Freed::Kept;
         }
-        self.empty += 1;
-        if self.empty <= self.max_empty {
+        if self.empty.len() < self.max_empty {
+            self.empty.push(s);
             return Freed::Kept;
         }
-        // Empty and coalesced: the superblock is exactly one free block.
+        // Empty, and the arena has enough empty ones: give it back.
         self.free.remove(s);
         self.superblocks.remove(&s);
-        self.empty -= 1;
+        self.heads.remove(&s);
         Freed::Release(s, sb_size)
     }
 
-    /// Removes everything: returns the free blocks and the superblocks
-    /// (which may still hold live blocks).
+    /// Removes everything: returns the free blocks (of the superblocks and
+    /// the large ones) and the superblocks (which may still hold live blocks).
     pub fn drain(&mut self) -> (Ranges, Ranges) {
-        let free = self.free.drain();
-        let sbs = std::mem::take(&mut self.superblocks)
-            .into_iter()
-            .map(|(s, sb)| (s, sb.size))
-            .collect();
-        self.empty = 0;
+        let mut free = self.free.drain();
+        free.extend(self.large.drain());
+        let sbs = std::mem::take(&mut self.superblocks).into_iter().collect();
+        self.heads.clear();
+        self.empty.clear();
         (free, sbs)
     }
 
-    /// Free bytes in the superblocks.
+    /// Free bytes in the superblocks and large blocks.
     pub fn free_bytes(&self) -> usize {
-        self.free.free_bytes()
+        self.free.free_bytes() + self.large.free_bytes()
     }
 
     /// Number of superblocks.
@@ -141,38 +150,31 @@ impl ArenaBook {
     }
 
     #[cfg(test)]
-    /// Checks the invariants: free blocks inside superblocks, per-superblock
-    /// used + free == size, the empty count.
+    /// Checks the invariants: free blocks inside superblocks, the empty
+    /// list names exactly the superblocks one free block covers.
     pub fn check(&self) -> Result<(), String> {
-        self.free.check(|a| self.superblocks.contains_key(&a))?;
-        let mut empty = 0;
-        for (&s, sb) in &self.superblocks {
-            let end = s + sb.size as u64;
-            let free: usize = self
-                .free
-                .blocks()
-                .iter()
-                .filter(|&&(a, _)| a >= s && a < end)
-                .map(|(_, n)| n)
-                .sum();
-            if free + sb.used != sb.size {
-                return Err(format!(
-                    "superblock {s:#x}: used {} + free {free} != size {}",
-                    sb.used, sb.size
-                ));
-            }
-            empty += usize::from(sb.used == 0);
+        self.free.check(|a| self.heads.contains_key(&a))?;
+        if self.heads.len() != self.superblocks.len() {
+            return Err("head set and superblock map differ".into());
         }
-        for (a, _) in self.free.blocks() {
-            if self.containing(a).is_none() {
-                return Err(format!("free block {a:#x} outside every superblock"));
+        let blocks = self.free.blocks();
+        for (&s, &n) in &self.superblocks {
+            let whole = blocks.contains(&(s, n));
+            if whole != self.empty.contains(&s) {
+                return Err(format!("superblock {s:#x}: empty {whole} but listed {}", !whole));
             }
         }
-        if empty != self.empty {
-            return Err(format!(
-                "empty count {} but {empty} empty superblocks",
-                self.empty
-            ));
+        for (a, n) in blocks {
+            match self.containing(a) {
+                Some((s, sn)) if a + n as u64 <= s + sn as u64 => {}
+                _ => return Err(format!("free block {a:#x}+{n} outside every superblock")),
+            }
+        }
+        self.large.check(|_| false)?;
+        for (a, _) in self.large.blocks() {
+            if self.containing(a).is_some() {
+                return Err(format!("large block {a:#x} inside a superblock"));
+            }
         }
         Ok(())
     }
@@ -345,7 +347,7 @@ mod tests {
                     Op::Alloc { arena, units } => {
                         let size = units * U;
                         let got = if size > SB / 2 {
-                            g.allocate(size)
+                            arenas[arena].take_large(size).or_else(|| g.allocate(size))
                         } else {
                             arenas[arena].allocate(size).or_else(|| {
                                 let s = g.acquire(SB, arena)?;
@@ -360,6 +362,10 @@ mod tests {
                     Op::Free(i) => {
                         if !live.is_empty() {
                             let (a, size) = live.swap_remove(i % live.len());
+                            if size > SB / 2 {
+                                prop_assert!(g.owner_of(a).is_none());
+                                prop_assert!(arenas[i % 3].put_large(a, size));
+                            } else {
                             match g.owner_of(a) {
                                 Some(o) => match arenas[o].free(a, size) {
                                     Freed::Kept => {}
@@ -370,6 +376,7 @@ mod tests {
                                     for ar in &arenas { prop_assert!(!ar.owns(a)); }
                                     prop_assert!(g.free(a, size));
                                 }
+                            }
                             }
                         }
                     }
@@ -387,7 +394,8 @@ mod tests {
                 let mut units = BTreeMap::new();
                 let blocks = live.iter().copied()
                     .chain(g.free.blocks())
-                    .chain(arenas.iter().flat_map(|a| a.free.blocks()));
+                    .chain(arenas.iter().flat_map(|a| a.free.blocks()))
+                    .chain(arenas.iter().flat_map(|a| a.large.blocks()));
                 for (a, s) in blocks {
                     prop_assert!(a >= base && a + s as u64 <= base + (total * U) as u64);
                     for u in 0..(s / U) as u64 {
@@ -398,6 +406,10 @@ mod tests {
             }
             // Freeing everything and defragmenting gives back one range.
             for (a, size) in live.drain(..) {
+                if size > SB / 2 {
+                    arenas[0].put_large(a, size);
+                    continue;
+                }
                 match g.owner_of(a) {
                     Some(o) => { if let Freed::Release(s, n) = arenas[o].free(a, size) { g.disown(s); g.free(s, n); } }
                     None => { g.free(a, size); }

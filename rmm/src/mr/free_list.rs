@@ -52,7 +52,8 @@ impl Hasher for AddrHasher {
     }
 }
 
-type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<AddrHasher>>;
+/// A hash map keyed by addresses.
+pub(crate) type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<AddrHasher>>;
 
 fn size_key(size: usize, addr: u64) -> u128 {
     ((size as u128) << 64) | u128::from(addr)
@@ -100,13 +101,6 @@ impl CoalescingFreeList {
         self.by_size.last().map_or(0, |&k| (k >> 64) as usize)
     }
 
-    fn add(&mut self, addr: u64, size: usize) {
-        self.by_start.insert(addr, size);
-        self.by_end.insert(addr + size as u64, addr);
-        self.by_size.insert(size_key(size, addr));
-        self.bytes += size;
-    }
-
     fn unlink(&mut self, addr: u64, size: usize) {
         self.by_start.remove(&addr);
         self.by_end.remove(&(addr + size as u64));
@@ -123,42 +117,99 @@ impl CoalescingFreeList {
     /// free; a free of a block in the middle of a larger free block is not
     /// detected).
     pub fn insert(&mut self, addr: u64, size: usize, is_head: impl Fn(u64) -> bool) -> bool {
-        let Some(end) = addr.checked_add(size as u64) else {
-            return false;
-        };
+        self.insert_merged(addr, size, is_head).is_some()
+    }
+
+    /// As [`insert`](Self::insert), returning the free block the new one
+    /// ended up in (after merging), or `None` when it was refused.
+    pub fn insert_merged(
+        &mut self,
+        addr: u64,
+        size: usize,
+        is_head: impl Fn(u64) -> bool,
+    ) -> Option<(u64, usize)> {
+        let end = addr.checked_add(size as u64)?;
         if size == 0 || self.by_start.contains_key(&addr) || self.by_end.contains_key(&end) {
-            return false;
+            return None;
         }
-        let (mut start, mut len) = (addr, size);
-        if !is_head(addr) {
-            if let Some(&pa) = self.by_end.get(&addr) {
-                let ps = (addr - pa) as usize;
-                self.unlink(pa, ps);
-                start = pa;
-                len += ps;
+        // Each index is touched as little as possible: a neighbour's entry
+        // is updated in place rather than removed and inserted again.
+        let prev = if is_head(addr) {
+            None
+        } else {
+            self.by_end.remove(&addr)
+        };
+        let next = if is_head(end) {
+            None
+        } else {
+            self.by_start.remove(&end)
+        };
+        let mut start = addr;
+        let mut len = size;
+        if let Some(pa) = prev {
+            let ps = (addr - pa) as usize;
+            self.by_size.remove(&size_key(ps, pa));
+            start = pa;
+            len += ps;
+        }
+        if let Some(ns) = next {
+            self.by_size.remove(&size_key(ns, end));
+            len += ns;
+        }
+        match prev {
+            Some(pa) => {
+                if let Some(v) = self.by_start.get_mut(&pa) {
+                    *v = len;
+                }
+            }
+            None => {
+                self.by_start.insert(addr, len);
             }
         }
-        if !is_head(end) {
-            if let Some(&ns) = self.by_start.get(&end) {
-                self.unlink(end, ns);
-                len += ns;
+        let new_end = start + len as u64;
+        match next {
+            Some(_) => {
+                if let Some(v) = self.by_end.get_mut(&new_end) {
+                    *v = start;
+                }
+            }
+            None => {
+                self.by_end.insert(new_end, start);
             }
         }
-        self.add(start, len);
-        true
+        self.by_size.insert(size_key(len, start));
+        self.bytes += size;
+        Some((start, len))
     }
 
     /// Best fit: removes `size` bytes from the front of the smallest block
     /// that holds them (lowest address among equals) and returns their
     /// address; the rest of the block stays free.
     pub fn allocate(&mut self, size: usize) -> Option<u64> {
+        self.allocate_block(size).map(|(a, _)| a)
+    }
+
+    /// As [`allocate`](Self::allocate), also returning the size of the free
+    /// block the bytes were cut from.
+    pub fn allocate_block(&mut self, size: usize) -> Option<(u64, usize)> {
         let &k = self.by_size.range(size_key(size, 0)..).next()?;
         let (bs, ba) = ((k >> 64) as usize, k as u64);
-        self.unlink(ba, bs);
+        self.by_size.remove(&k);
+        self.by_start.remove(&ba);
+        self.bytes -= size;
+        let end = ba + bs as u64;
         if bs > size {
-            self.add(ba + size as u64, bs - size);
+            // The rest keeps the block's end: update that entry in place.
+            let rest = ba + size as u64;
+            self.by_start.insert(rest, bs - size);
+            if let Some(v) = self.by_end.get_mut(&end) {
+                *v = rest;
+            }
+            self.by_size.insert(size_key(bs - size, rest));
+        } else {
+            self.by_end.remove(&end);
         }
-        Some(ba)
+        Some((ba, bs))
     }
 
     /// Removes the free block that starts at `addr` and returns its size.
