@@ -7,13 +7,12 @@
 //! stream's list without merging, then whole lists are merged into B's, and
 //! only then does the backing grow.
 //!
-//! Events are recorded lazily: a free only marks its list *pending*; the
-//! event is recorded on A when another stream takes one of A's blocks
-//! (recording later covers at least the work queued up to the free, which is
-//! all that must finish). That keeps driver calls off the hot path. The
-//! per-thread default stream is the exception: it is a different stream on
-//! every thread, so its event is recorded at the free, on the freeing thread.
-//! Over a simulated upstream no event is ever created, recorded or waited on.
+//! Each stream's event is recorded on every free (and after merging or
+//! growing into its list), while the stream is known to be alive, so the
+//! lists of streams destroyed since can still be taken from (RMM's
+//! `DeletedStream` case). A list that never saw a free (fresh upstream
+//! memory) needs no wait at all. Over a simulated upstream no event is ever
+//! created, recorded or waited on.
 
 use std::thread::ThreadId;
 
@@ -69,8 +68,6 @@ impl StreamKey {
 enum EventState {
     /// No block of the list was ever used on the stream: nothing to wait for.
     Clean,
-    /// Blocks were freed (or merged in) since the last record.
-    Pending,
     /// The event covers every free so far.
     Recorded,
     /// Recording failed: whoever takes a block synchronises the device.
@@ -205,24 +202,23 @@ impl<B: Backing> StreamOrdered<B> {
         }
     }
 
-    /// Notes that blocks of list `i` were used in its stream's order.
+    /// Records list `i`'s event after its blocks were used in its stream's
+    /// order (a free, a merge after waiting, new upstream memory).
     fn mark_used(&mut self, i: usize) {
         if self.simulated {
             return;
         }
         let l = &mut self.lists[i];
-        if l.key.thread.is_some() {
-            // The per-thread default stream can only be recorded on its thread: now.
-            l.state = match record(l) {
-                Ok(()) => EventState::Recorded,
-                Err(e) => {
-                    log::warn!("event record on the per-thread default stream failed: {e}");
-                    EventState::Unsafe
-                }
-            };
-        } else if l.state != EventState::Unsafe {
-            l.state = EventState::Pending;
-        }
+        l.state = match record(l) {
+            Ok(()) => EventState::Recorded,
+            Err(e) => {
+                log::warn!(
+                    "event record on {:?} failed ({e}); takers of its blocks will synchronise the device",
+                    l.stream
+                );
+                EventState::Unsafe
+            }
+        };
     }
 
     /// Orders `stream` after every use of list `i`'s blocks.
@@ -231,21 +227,9 @@ impl<B: Backing> StreamOrdered<B> {
             return Ok(());
         }
         let l = &mut self.lists[i];
-        if l.state == EventState::Pending {
-            l.state = match record(l) {
-                Ok(()) => EventState::Recorded,
-                Err(e) => {
-                    log::warn!(
-                        "event record on {:?} failed ({e}); synchronising the device",
-                        l.stream
-                    );
-                    EventState::Unsafe
-                }
-            };
-        }
         match l.state {
             EventState::Clean => Ok(()),
-            EventState::Recorded | EventState::Pending => driver::stream_wait_event(stream.as_raw(), l.event),
+            EventState::Recorded => driver::stream_wait_event(stream.as_raw(), l.event),
             EventState::Unsafe => {
                 driver::device_synchronize()?;
                 l.state = EventState::Clean;
