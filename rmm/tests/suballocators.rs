@@ -8,7 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{GIB, KIB, MIB};
+use common::{GIB, MIB};
 use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CallbackMemoryResource, CudaMemoryResource,
     FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, PoolMemoryResource, PoolOptions,
@@ -757,5 +757,4 @@ fn threads8_on_gpu_all_resources() {
     for r in &resources {
         common::threads8(r.inner(), 3000, MIB);
     }
-    let _ = KIB;
 }

@@ -9,7 +9,7 @@
 //!   remove are O(log n). Blocks never merge across a *head*, the first byte
 //!   of an upstream chunk, which the caller names through a predicate.
 //! * [`FixedSizeFreeList`]: a FIFO of equal blocks, O(1) both ways.
-//! * [`FreeBlocks`]: what the stream-ordered core needs from either.
+//! * `FreeBlocks` (crate-internal): what the stream-ordered core needs from either.
 #![forbid(unsafe_code)]
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
