@@ -758,3 +758,33 @@ fn threads8_on_gpu_all_resources() {
         common::threads8(r.inner(), 3000, MIB);
     }
 }
+
+#[test]
+fn foreign_frees_are_ignored() {
+    let upstream = sim();
+    let pool = pool_over(upstream.clone(), MIB);
+    let fixed =
+        FixedSizeMemoryResource::new(upstream.clone(), FixedSizeOptions::default().block_size(4096)).unwrap();
+    let arena =
+        ArenaMemoryResource::new(upstream.clone(), ArenaOptions::default().arena_size(8 * MIB)).unwrap();
+    let foreign = upstream.allocate(4096, 256, S).unwrap();
+    // SAFETY: deliberately wrong frees of memory these resources never
+    // handed out: each is refused (logged) and changes nothing.
+    unsafe {
+        pool.deallocate(foreign, 4096, 256, S);
+        fixed.deallocate(foreign, 4096, 256, S);
+        arena.deallocate(foreign, 4096, 256, S);
+        arena.deallocate(DevicePtr::new(u64::MAX - 255), 4096, 256, S);
+    }
+    assert_eq!(pool.free_bytes(), MIB);
+    assert_eq!(fixed.free_bytes(), fixed.pool_size());
+    assert_eq!(arena.free_bytes(), 8 * MIB);
+    // The pool still hands out only its own memory.
+    let p = pool.allocate(MIB, 256, S).unwrap();
+    assert_ne!(p, foreign);
+    // SAFETY: allocated above.
+    unsafe {
+        pool.deallocate(p, MIB, 256, S);
+        upstream.deallocate(foreign, 4096, 256, S);
+    }
+}

@@ -446,7 +446,15 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         let base = self.inner.base.addr();
         let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
-            Some(s) if ptr.addr() >= base && ptr.addr() + s as u64 <= base + self.inner.size as u64 => s,
+            Some(s)
+                if ptr.addr() >= base
+                    && ptr
+                        .addr()
+                        .checked_add(s as u64)
+                        .is_some_and(|e| e <= base + self.inner.size as u64) =>
+            {
+                s
+            }
             _ => {
                 log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) outside the arena; ignored");
                 return;

@@ -1,6 +1,7 @@
 //! [`FixedSizeMemoryResource`]: equal blocks from upstream chunks.
 
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -56,7 +57,7 @@ pub(crate) struct FixedBacking<U> {
     upstream: U,
     block_size: usize,
     chunk_size: usize,
-    chunks: Vec<(u64, usize)>,
+    chunks: BTreeMap<u64, usize>,
 }
 
 impl<U: MemoryResource> FixedBacking<U> {
@@ -84,7 +85,7 @@ impl<U: MemoryResource> FixedBacking<U> {
                 "FixedSizeMemoryResource: upstream returned {p}, not 256-byte aligned"
             )));
         }
-        self.chunks.push((p.addr(), self.chunk_size));
+        self.chunks.insert(p.addr(), self.chunk_size);
         Ok(p.addr())
     }
 
@@ -120,6 +121,13 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
 
     fn is_head(&self, _addr: u64) -> bool {
         true
+    }
+
+    fn contains(&self, addr: u64, _size: usize) -> bool {
+        self.chunks.range(..=addr).next_back().is_some_and(|(&s, &n)| {
+            let off = addr - s;
+            off < n as u64 && off % self.block_size as u64 == 0
+        })
     }
 
     fn grow(&mut self, _size: usize, stream: CudaStreamView, list: &mut FixedSizeFreeList) -> Result<()> {
@@ -229,7 +237,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             upstream,
             block_size,
             chunk_size,
-            chunks: Vec::new(),
+            chunks: BTreeMap::new(),
         };
         let mut core = StreamOrdered::new(backing, simulated);
         let base = core.backing.new_chunk(CudaStreamView::DEFAULT)?;

@@ -99,6 +99,13 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
         self.chunks.contains_key(&addr)
     }
 
+    fn contains(&self, addr: u64, size: usize) -> bool {
+        self.chunks
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&s, &n)| addr.checked_add(size as u64).is_some_and(|e| e <= s + n as u64))
+    }
+
     fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut CoalescingFreeList) -> Result<()> {
         let mut try_size = self.size_to_grow(size);
         if try_size == 0 {

@@ -29,6 +29,8 @@ pub(crate) trait Backing: Send + 'static {
     fn max_allocation(&self) -> usize;
     /// True when `addr` starts an upstream chunk (blocks never merge across it).
     fn is_head(&self, addr: u64) -> bool;
+    /// True when `[addr, addr + size)` lies inside memory the backing holds.
+    fn contains(&self, addr: u64, size: usize) -> bool;
     /// Obtains memory for a `size`-byte request on `stream` and puts it into
     /// `list` (the requesting stream's list, which then holds every free
     /// block of the resource).
@@ -178,6 +180,13 @@ impl<B: Backing> StreamOrdered<B> {
 
     /// Returns a block freed on `stream`; overlapping frees are logged and ignored.
     pub fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        if !self.backing.contains(addr, size) {
+            log::error!(
+                "{}: free of {addr:#x} ({size} bytes), which it did not allocate; ignored",
+                self.backing.name()
+            );
+            return;
+        }
         let i = self.index_of(stream);
         let backing = &self.backing;
         if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {

@@ -102,6 +102,13 @@ impl Backing for VmBacking {
         false
     }
 
+    fn contains(&self, addr: u64, size: usize) -> bool {
+        addr >= self.base
+            && addr
+                .checked_add(size as u64)
+                .is_some_and(|e| e <= self.base + self.mapped as u64)
+    }
+
     fn grow(&mut self, size: usize, _stream: CudaStreamView, list: &mut CoalescingFreeList) -> Result<()> {
         let end = self.base + self.mapped as u64;
         let tail = list.block_ending_at(end).map_or(0, |(_, n)| n);
