@@ -126,7 +126,7 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
     fn contains(&self, addr: u64, _size: usize) -> bool {
         self.chunks.range(..=addr).next_back().is_some_and(|(&s, &n)| {
             let off = addr - s;
-            off < n as u64 && off % self.block_size as u64 == 0
+            off < n as u64 && off.is_multiple_of(self.block_size as u64)
         })
     }
 
