@@ -67,18 +67,48 @@ fn size_key(size: usize, addr: u64) -> u128 {
 /// three indexes hold the same blocks; no two blocks overlap; two adjacent
 /// blocks exist only when the second starts at a head; `free_bytes` is
 /// their total size.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct CoalescingFreeList {
     by_start: AddrMap<usize>,
     by_end: AddrMap<u64>,
+    /// Blocks below `huge_at` bytes, by `(size, address)`.
     by_size: BTreeSet<u128>,
+    /// Blocks of `huge_at` bytes or more (a few chunk tails and spans);
+    /// scanned linearly, so resizing them costs no tree update.
+    huge: Vec<(u64, usize)>,
+    huge_at: usize,
     bytes: usize,
 }
+
+impl Default for CoalescingFreeList {
+    fn default() -> Self {
+        CoalescingFreeList {
+            by_start: AddrMap::default(),
+            by_end: AddrMap::default(),
+            by_size: BTreeSet::new(),
+            huge: Vec::new(),
+            huge_at: HUGE,
+            bytes: 0,
+        }
+    }
+}
+
+/// Blocks at least this large live in the short `huge` list.
+const HUGE: usize = 256 << 20;
 
 impl CoalescingFreeList {
     /// An empty list.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty list that keeps blocks of `bytes` or more in its short
+    /// linear list (for tests of that path with small sizes).
+    pub fn with_huge_threshold(bytes: usize) -> Self {
+        CoalescingFreeList {
+            huge_at: bytes.max(1),
+            ..Self::default()
+        }
     }
 
     /// Number of free blocks.
@@ -98,13 +128,47 @@ impl CoalescingFreeList {
 
     /// Size of the largest free block (0 when empty).
     pub fn largest(&self) -> usize {
-        self.by_size.last().map_or(0, |&k| (k >> 64) as usize)
+        let small = self.by_size.last().map_or(0, |&k| (k >> 64) as usize);
+        self.huge.iter().map(|&(_, n)| n).max().unwrap_or(0).max(small)
+    }
+
+    fn index_insert(&mut self, size: usize, addr: u64) {
+        if size >= self.huge_at {
+            self.huge.push((addr, size));
+        } else {
+            self.by_size.insert(size_key(size, addr));
+        }
+    }
+
+    fn index_remove(&mut self, size: usize, addr: u64) {
+        if size >= self.huge_at {
+            if let Some(i) = self.huge.iter().position(|&(a, _)| a == addr) {
+                self.huge.swap_remove(i);
+            }
+        } else {
+            self.by_size.remove(&size_key(size, addr));
+        }
+    }
+
+    /// The best fit for `size`: the smallest block that holds it, lowest
+    /// address among equals.
+    fn best_fit(&self, size: usize) -> Option<(u64, usize)> {
+        if size < self.huge_at {
+            if let Some(&k) = self.by_size.range(size_key(size, 0)..).next() {
+                return Some((k as u64, (k >> 64) as usize));
+            }
+        }
+        self.huge
+            .iter()
+            .filter(|&&(_, n)| n >= size)
+            .min_by_key(|&&(a, n)| (n, a))
+            .copied()
     }
 
     fn unlink(&mut self, addr: u64, size: usize) {
         self.by_start.remove(&addr);
         self.by_end.remove(&(addr + size as u64));
-        self.by_size.remove(&size_key(size, addr));
+        self.index_remove(size, addr);
         self.bytes -= size;
     }
 
@@ -148,12 +212,12 @@ impl CoalescingFreeList {
         let mut len = size;
         if let Some(pa) = prev {
             let ps = (addr - pa) as usize;
-            self.by_size.remove(&size_key(ps, pa));
+            self.index_remove(ps, pa);
             start = pa;
             len += ps;
         }
         if let Some(ns) = next {
-            self.by_size.remove(&size_key(ns, end));
+            self.index_remove(ns, end);
             len += ns;
         }
         match prev {
@@ -177,7 +241,7 @@ impl CoalescingFreeList {
                 self.by_end.insert(new_end, start);
             }
         }
-        self.by_size.insert(size_key(len, start));
+        self.index_insert(len, start);
         self.bytes += size;
         Some((start, len))
     }
@@ -192,9 +256,8 @@ impl CoalescingFreeList {
     /// As [`allocate`](Self::allocate), also returning the size of the free
     /// block the bytes were cut from.
     pub fn allocate_block(&mut self, size: usize) -> Option<(u64, usize)> {
-        let &k = self.by_size.range(size_key(size, 0)..).next()?;
-        let (bs, ba) = ((k >> 64) as usize, k as u64);
-        self.by_size.remove(&k);
+        let (ba, bs) = self.best_fit(size)?;
+        self.index_remove(bs, ba);
         self.by_start.remove(&ba);
         self.bytes -= size;
         let end = ba + bs as u64;
@@ -205,7 +268,7 @@ impl CoalescingFreeList {
             if let Some(v) = self.by_end.get_mut(&end) {
                 *v = rest;
             }
-            self.by_size.insert(size_key(bs - size, rest));
+            self.index_insert(bs - size, rest);
         } else {
             self.by_end.remove(&end);
         }
@@ -234,6 +297,7 @@ impl CoalescingFreeList {
     /// Removes every block and returns them (in no particular order).
     pub fn drain(&mut self) -> Vec<(u64, usize)> {
         self.by_size.clear();
+        self.huge.clear();
         self.by_end.clear();
         self.bytes = 0;
         self.by_start.drain().collect()
@@ -241,7 +305,9 @@ impl CoalescingFreeList {
 
     /// Checks the invariants; returns a description of the first violation.
     pub fn check(&self, is_head: impl Fn(u64) -> bool) -> Result<(), String> {
-        if self.by_start.len() != self.by_size.len() || self.by_start.len() != self.by_end.len() {
+        if self.by_start.len() != self.by_size.len() + self.huge.len()
+            || self.by_start.len() != self.by_end.len()
+        {
             return Err("indexes differ in length".into());
         }
         let mut total = 0usize;
@@ -250,7 +316,12 @@ impl CoalescingFreeList {
             if s == 0 {
                 return Err(format!("empty block at {a:#x}"));
             }
-            if !self.by_size.contains(&size_key(s, a)) {
+            let indexed = if s >= self.huge_at {
+                self.huge.contains(&(a, s))
+            } else {
+                self.by_size.contains(&size_key(s, a))
+            };
+            if !indexed {
                 return Err(format!("block {a:#x}+{s} missing from the size index"));
             }
             if self.by_end.get(&(a + s as u64)) != Some(&a) {
@@ -479,7 +550,8 @@ mod tests {
             let heads: BTreeSet<u64> = starts.iter().map(|&(a, _)| a).collect();
             let is_head = |a: u64| heads.contains(&a);
             let total_units: usize = chunks.iter().sum();
-            let mut lists = [CoalescingFreeList::new(), CoalescingFreeList::new()];
+            // Blocks of 8 units or more take the linear "huge" path.
+            let mut lists = [CoalescingFreeList::with_huge_threshold(8 * 256), CoalescingFreeList::with_huge_threshold(8 * 256)];
             for &(a, c) in &starts {
                 prop_assert!(lists[0].insert(a, c * U as usize, is_head));
             }
