@@ -357,7 +357,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             .or_insert_with(|| {
                 Arc::new(Arena {
                     id,
-                    book: Mutex::new(ArenaBook::new(1)),
+                    book: Mutex::new(ArenaBook::new(1, self.inner.superblock)),
                 })
             })
             .clone();

@@ -50,10 +50,14 @@ pub(crate) struct ArenaBook {
 }
 
 impl ArenaBook {
-    /// An arena that keeps up to `max_empty` empty superblocks.
-    pub fn new(max_empty: usize) -> Self {
+    /// An arena that keeps up to `max_empty` empty superblocks, whose
+    /// superblocks are at most `superblock` bytes (whole ones then sit in the
+    /// free list's short linear part: allocating from an empty superblock
+    /// and freeing back into it touch no tree).
+    pub fn new(max_empty: usize, superblock: usize) -> Self {
         ArenaBook {
             max_empty,
+            free: CoalescingFreeList::with_huge_threshold(superblock),
             ..Default::default()
         }
     }
@@ -274,7 +278,7 @@ mod tests {
     #[test]
     fn superblock_lifecycle() {
         let mut g = GlobalBook::new(1 << 20, 64 * U);
-        let mut a = ArenaBook::new(1);
+        let mut a = ArenaBook::new(1, SB);
         let s1 = g.acquire(SB, 0).unwrap();
         a.add_superblock(s1, SB);
         let x = a.allocate(4 * U).unwrap();
@@ -340,7 +344,7 @@ mod tests {
         fn arenas_match_model(total in 32usize..256, ops in proptest::collection::vec(op(), 1..300)) {
             let base = 1u64 << 30;
             let mut g = GlobalBook::new(base, total * U);
-            let mut arenas: Vec<ArenaBook> = (0..3).map(|_| ArenaBook::new(1)).collect();
+            let mut arenas: Vec<ArenaBook> = (0..3).map(|_| ArenaBook::new(1, SB)).collect();
             let mut live: Vec<(u64, usize)> = Vec::new();
             for op in ops {
                 match op {
