@@ -307,8 +307,48 @@ fn pool_double_free_is_ignored_not_fatal() {
     assert_eq!(pool.free_bytes(), MIB);
 }
 
-/// Free on stream A after long work on A; B gets the block and must see its
-/// own write, not A's late one, which it would without the event wait.
+/// Long work on `from` using `p`, then a free on `from`; `to` takes the
+/// block and must see its own write, not `from`'s late one, which it would
+/// if it did not wait.
+fn hand_over(
+    pool: &dyn MemoryResource,
+    p: DevicePtr,
+    n: usize,
+    from: &CudaStream,
+    to: &CudaStream,
+) -> DevicePtr {
+    for _ in 0..20 {
+        // SAFETY: [p, p + n) is live pool memory; ordered on `from`.
+        unsafe { rmm::driver::memset_async(p.addr(), 0xAA, 1, n, from.view().as_raw()).unwrap() };
+    }
+    // SAFETY: the only use of p is ordered on `from`, where it is freed.
+    unsafe { pool.deallocate(p, n, 256, from.view()) };
+    let q = pool.allocate(n, 256, to.view()).unwrap();
+    assert_eq!(q, p, "the other stream should reuse the block");
+    let mut host = vec![0u8; 4096];
+    // SAFETY: q is live; host outlives the copy (`to` is synchronised below).
+    unsafe {
+        rmm::driver::memset_async(q.addr(), 0x55, 1, n, to.view().as_raw()).unwrap();
+        rmm::driver::memcpy_async(
+            host.as_mut_ptr() as u64,
+            q.addr() + (n - 4096) as u64,
+            4096,
+            to.view().as_raw(),
+        )
+        .unwrap();
+    }
+    to.synchronize().unwrap();
+    from.synchronize().unwrap();
+    assert!(
+        host.iter().all(|&x| x == 0x55),
+        "memory was overwritten by the other stream's pending work"
+    );
+    q
+}
+
+/// Cross-stream reuse on the GPU: first through a lazy list (the taker
+/// synchronises the device and the lists turn eager), then through recorded
+/// events (the taker's stream waits on the GPU).
 #[test]
 fn pool_cross_stream_reuse_waits_on_gpu() {
     rmm::require_gpu!();
@@ -316,34 +356,17 @@ fn pool_cross_stream_reuse_waits_on_gpu() {
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
     let n = 512 * MIB;
     let p = pool.allocate(n, 256, a.view()).unwrap();
-    for _ in 0..20 {
-        // SAFETY: [p, p + n) is live pool memory; ordered on stream A.
-        unsafe { rmm::driver::memset_async(p.addr(), 0xAA, 1, n, a.view().as_raw()).unwrap() };
-    }
-    // SAFETY: the only use of p is ordered on A, where it is freed.
-    unsafe { pool.deallocate(p, n, 256, a.view()) };
-    let q = pool.allocate(n, 256, b.view()).unwrap();
-    assert_eq!(q, p, "B should reuse A's block");
-    let mut host = vec![0u8; 4096];
-    // SAFETY: q is live; host outlives the copy (B is synchronised below).
-    unsafe {
-        rmm::driver::memset_async(q.addr(), 0x55, 1, n, b.view().as_raw()).unwrap();
-        rmm::driver::memcpy_async(
-            host.as_mut_ptr() as u64,
-            q.addr() + (n - 4096) as u64,
-            4096,
-            b.view().as_raw(),
-        )
-        .unwrap();
-    }
-    b.synchronize().unwrap();
-    a.synchronize().unwrap();
-    assert!(
-        host.iter().all(|&x| x == 0x55),
-        "B's memory was overwritten by A's pending work"
+    let q = hand_over(&pool, p, n, &a, &b); // A's list was lazy
+    let r = hand_over(&pool, q, n, &b, &a); // B's list was lazy
+    let s = hand_over(&pool, r, n, &a, &b); // both eager now: event wait
+    let t = hand_over(&pool, s, n, &b, &a);
+    assert_eq!(
+        pool.pool_size(),
+        n,
+        "the block went back and forth without growth"
     );
-    // SAFETY: allocated above; B is idle.
-    unsafe { pool.deallocate(q, n, 256, b.view()) };
+    // SAFETY: allocated above; A is idle.
+    unsafe { pool.deallocate(t, n, 256, a.view()) };
 }
 
 /// A stream destroyed with blocks in its free list: they are still usable.

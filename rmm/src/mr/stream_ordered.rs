@@ -7,12 +7,16 @@
 //! stream's list without merging, then whole lists are merged into B's, and
 //! only then does the backing grow.
 //!
-//! Each stream's event is recorded on every free (and after merging or
-//! growing into its list), while the stream is known to be alive, so the
-//! lists of streams destroyed since can still be taken from (RMM's
-//! `DeletedStream` case). A list that never saw a free (fresh upstream
-//! memory) needs no wait at all. Over a simulated upstream no event is ever
-//! created, recorded or waited on.
+//! Events are adaptive. A list starts *lazy*: frees make no driver call.
+//! The first time another stream takes from a lazy list that saw frees, the
+//! taker synchronises the device (covering every earlier use, whether or not
+//! the list's stream still exists) and the list turns *eager*: from then on
+//! its stream's event is recorded on every free, while the stream is known to
+//! be alive (RMM's scheme, which keeps the lists of destroyed streams usable,
+//! its `DeletedStream` case), and takers only wait on that event on the GPU.
+//! So a stream that never shares its blocks never pays for an event, and a
+//! list that never saw a free (fresh upstream memory) needs no wait at all.
+//! Over a simulated upstream no event is ever created, recorded or waited on.
 
 use std::thread::ThreadId;
 
@@ -68,12 +72,14 @@ impl StreamKey {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EventState {
-    /// No block of the list was ever used on the stream: nothing to wait for.
+    /// No block of the list was used on the stream since the last device
+    /// synchronisation (or ever): nothing to wait for.
     Clean,
-    /// The event covers every free so far.
+    /// The event covers every use so far.
     Recorded,
-    /// Recording failed: whoever takes a block synchronises the device.
-    Unsafe,
+    /// Blocks were used without a recorded event (a lazy list, or a failed
+    /// record): whoever takes a block synchronises the device first.
+    Dirty,
 }
 
 #[derive(Debug)]
@@ -82,6 +88,8 @@ struct StreamList<L> {
     stream: CudaStreamView,
     event: usize,
     state: EventState,
+    /// Record the event on every use (after another stream once took blocks).
+    eager: bool,
     list: L,
 }
 
@@ -114,6 +122,7 @@ impl<B: Backing> StreamOrdered<B> {
             stream,
             event: 0,
             state: EventState::Clean,
+            eager: false,
             list: B::List::default(),
         });
         self.lists.len() - 1
@@ -211,13 +220,18 @@ impl<B: Backing> StreamOrdered<B> {
         }
     }
 
-    /// Records list `i`'s event after its blocks were used in its stream's
-    /// order (a free, a merge after waiting, new upstream memory).
+    /// Notes that list `i`'s blocks were used in its stream's order (a
+    /// free, a merge after waiting, new upstream memory): an eager list
+    /// records its event now, a lazy one becomes dirty.
     fn mark_used(&mut self, i: usize) {
         if self.simulated {
             return;
         }
         let l = &mut self.lists[i];
+        if !l.eager {
+            l.state = EventState::Dirty;
+            return;
+        }
         l.state = match record(l) {
             Ok(()) => EventState::Recorded,
             Err(e) => {
@@ -225,7 +239,7 @@ impl<B: Backing> StreamOrdered<B> {
                     "event record on {:?} failed ({e}); takers of its blocks will synchronise the device",
                     l.stream
                 );
-                EventState::Unsafe
+                EventState::Dirty
             }
         };
     }
@@ -239,9 +253,10 @@ impl<B: Backing> StreamOrdered<B> {
         match l.state {
             EventState::Clean => Ok(()),
             EventState::Recorded => driver::stream_wait_event(stream.as_raw(), l.event),
-            EventState::Unsafe => {
+            EventState::Dirty => {
                 driver::device_synchronize()?;
                 l.state = EventState::Clean;
+                l.eager = true;
                 Ok(())
             }
         }
