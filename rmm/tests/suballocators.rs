@@ -347,8 +347,8 @@ fn hand_over(
 }
 
 /// Cross-stream reuse on the GPU: first through a lazy list (the taker
-/// synchronises the device and the lists turn eager), then through recorded
-/// events (the taker's stream waits on the GPU).
+/// synchronises the device and every list turns eager), then through
+/// recorded events (the taker's stream waits on the GPU).
 #[test]
 fn pool_cross_stream_reuse_waits_on_gpu() {
     rmm::require_gpu!();
@@ -356,9 +356,9 @@ fn pool_cross_stream_reuse_waits_on_gpu() {
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
     let n = 512 * MIB;
     let p = pool.allocate(n, 256, a.view()).unwrap();
-    let q = hand_over(&pool, p, n, &a, &b); // A's list was lazy
-    let r = hand_over(&pool, q, n, &b, &a); // B's list was lazy
-    let s = hand_over(&pool, r, n, &a, &b); // both eager now: event wait
+    let q = hand_over(&pool, p, n, &a, &b); // A's list was lazy: device sync
+    let r = hand_over(&pool, q, n, &b, &a); // eager from here on: event waits
+    let s = hand_over(&pool, r, n, &a, &b);
     let t = hand_over(&pool, s, n, &b, &a);
     assert_eq!(
         pool.pool_size(),

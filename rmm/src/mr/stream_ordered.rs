@@ -9,10 +9,10 @@
 //!
 //! Events are adaptive. A list starts *lazy*: frees make no driver call.
 //! The first time another stream takes from a lazy list that saw frees, the
-//! taker synchronises the device (covering every earlier use, whether or not
-//! the list's stream still exists) and the list turns *eager*: from then on
-//! its stream's event is recorded on every free, while the stream is known to
-//! be alive (RMM's scheme, which keeps the lists of destroyed streams usable,
+//! taker synchronises the device (covering every earlier use of every list,
+//! whether or not their streams still exist) and all lists, and every list
+//! created later, turn *eager*: from then on a stream's event is recorded on
+//! every free, while the stream is known to be alive (RMM's scheme, which keeps the lists of destroyed streams usable,
 //! its `DeletedStream` case), and takers only wait on that event on the GPU.
 //! So a stream that never shares its blocks never pays for an event, and a
 //! list that never saw a free (fresh upstream memory) needs no wait at all.
@@ -100,6 +100,8 @@ pub(crate) struct StreamOrdered<B: Backing> {
     /// The backing (upstream chunks, growth policy).
     pub backing: B,
     simulated: bool,
+    /// Blocks have moved between streams: new lists start eager.
+    shared: bool,
 }
 
 impl<B: Backing> StreamOrdered<B> {
@@ -109,6 +111,7 @@ impl<B: Backing> StreamOrdered<B> {
             lists: Vec::new(),
             backing,
             simulated,
+            shared: false,
         }
     }
 
@@ -122,7 +125,7 @@ impl<B: Backing> StreamOrdered<B> {
             stream,
             event: 0,
             state: EventState::Clean,
-            eager: false,
+            eager: self.shared,
             list: B::List::default(),
         });
         self.lists.len() - 1
@@ -255,8 +258,12 @@ impl<B: Backing> StreamOrdered<B> {
             EventState::Recorded => driver::stream_wait_event(stream.as_raw(), l.event),
             EventState::Dirty => {
                 driver::device_synchronize()?;
-                l.state = EventState::Clean;
-                l.eager = true;
+                // Every use of every list is complete: all start afresh, eager.
+                self.shared = true;
+                for l in &mut self.lists {
+                    l.state = EventState::Clean;
+                    l.eager = true;
+                }
                 Ok(())
             }
         }
