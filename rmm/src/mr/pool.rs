@@ -199,7 +199,10 @@ impl<U: MemoryResource> Drop for PoolInner<U> {
 ///   cost O(log n) in the number of free blocks (RMM scans a list).
 ///   Blocks from different upstream chunks never merge.
 /// * A block freed on stream A is reused on A at once and on stream B after
-///   B waits on an event of A (no host synchronisation).
+///   B waits on an event of A on the GPU. Events cost nothing until blocks
+///   first move between streams: that first time the device is synchronised
+///   once, and from then on every free records its stream's event (as RMM
+///   does on every free).
 /// * Growth: without a maximum by `max(request, pool size)`; with one by
 ///   `max(request, remaining / 2)`; a failing upstream allocation is retried
 ///   with half the size down to the request, then [`Error::OutOfMemory`]
