@@ -73,8 +73,14 @@ conformance_suite!(binning_over_cuda, gpu, || {
 conformance_suite!(arena_over_simulated, cpu, || {
     ArenaMemoryResource::new(sim(), ArenaOptions::default().arena_size(16 * GIB)).expect("arena")
 });
+// An explicit size: the default (half of the free memory) would let the
+// suite's tests, which run in parallel, starve one another.
 conformance_suite!(arena_over_cuda, gpu, || {
-    ArenaMemoryResource::new(CudaMemoryResource::new(), ArenaOptions::default()).expect("arena")
+    ArenaMemoryResource::new(
+        CudaMemoryResource::new(),
+        ArenaOptions::default().arena_size(4 * GIB),
+    )
+    .expect("arena")
 });
 conformance_suite!(vm_pool, gpu, || {
     VirtualPoolMemoryResource::new(VirtualPoolOptions::default().initial_pool_size(64 * MIB))
@@ -771,7 +777,7 @@ fn threads8_on_gpu_all_resources() {
         SharedResource::new(
             ArenaMemoryResource::new(
                 CudaMemoryResource::new(),
-                ArenaOptions::default().arena_size(4 * GIB),
+                ArenaOptions::default().arena_size(16 * GIB),
             )
             .unwrap(),
         ),
