@@ -71,7 +71,7 @@ conformance_suite!(binning_over_cuda, gpu, || {
         .expect("binning")
 });
 conformance_suite!(arena_over_simulated, cpu, || {
-    ArenaMemoryResource::new(sim(), ArenaOptions::default().arena_size(16 * GIB)).expect("arena")
+    ArenaMemoryResource::new(sim(), ArenaOptions::default().arena_size(4 * GIB)).expect("arena")
 });
 // An explicit size: the default (half of the free memory) would let the
 // suite's tests, which run in parallel, starve one another.
@@ -762,6 +762,27 @@ fn vm_pool_size_checks() {
             "{o:?}"
         );
     }
+}
+
+/// The CPU twin of `threads8_on_gpu_all_resources`, same sizes over a
+/// simulated device of an H200's size.
+#[test]
+fn threads8_over_simulated_all_resources() {
+    let dev = SimulatedMemoryResource::new(140 * GIB);
+    let resources: Vec<SharedResource> = vec![
+        SharedResource::new(pool_over(dev.clone(), 512 * MIB)),
+        SharedResource::new(
+            BinningMemoryResource::with_fixed_bins(pool_over(dev.clone(), 512 * MIB), 18, 22).unwrap(),
+        ),
+        SharedResource::new(
+            ArenaMemoryResource::new(dev.clone(), ArenaOptions::default().arena_size(16 * GIB)).unwrap(),
+        ),
+    ];
+    for r in &resources {
+        common::threads8(r.inner(), 3000, MIB);
+    }
+    drop(resources);
+    assert_eq!(dev.allocated_bytes(), 0);
 }
 
 /// Eight threads on eight streams over the real device, every resource.
