@@ -50,18 +50,14 @@ conformance_suite!(
 conformance_suite!(
     fixed_size_over_simulated,
     cpu,
-    || FixedSizeMemoryResource::new(sim(), FixedSizeOptions::default().block_size(4 * MIB)).expect("fixed"),
-    max = 4 * MIB - 3
+    || FixedSizeMemoryResource::new(sim(), FixedSizeOptions::default()).expect("fixed"),
+    max = MIB - 3
 );
 conformance_suite!(
     fixed_size_over_cuda,
     gpu,
-    || FixedSizeMemoryResource::new(
-        CudaMemoryResource::new(),
-        FixedSizeOptions::default().block_size(4 * MIB)
-    )
-    .expect("fixed"),
-    max = 4 * MIB - 3
+    || FixedSizeMemoryResource::new(CudaMemoryResource::new(), FixedSizeOptions::default()).expect("fixed"),
+    max = MIB - 3
 );
 conformance_suite!(binning_over_simulated, cpu, || {
     BinningMemoryResource::with_fixed_bins(pool_over(sim(), 256 * MIB), 18, 22).expect("binning")
