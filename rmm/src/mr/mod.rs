@@ -11,6 +11,11 @@
 //! | [`PinnedHostMemoryResource`] | pinned host, `cuMemHostAlloc` | host and device accessible |
 //! | [`CallbackMemoryResource`] | whatever the callbacks return | for tests and bridges |
 //! | [`SimulatedMemoryResource`] | none: addresses only | runs without a GPU; for tests and replays |
+//! | [`PoolMemoryResource`] | sub-allocated from any upstream | coalescing best fit, O(log n), per-stream free lists |
+//! | [`FixedSizeMemoryResource`] | sub-allocated from any upstream | blocks of one size, O(1) |
+//! | [`BinningMemoryResource`] | bins by size, else the upstream | fixed-size bins or any resources |
+//! | [`ArenaMemoryResource`] | one upstream allocation | per-thread / per-stream arenas of superblocks |
+//! | [`VirtualPoolMemoryResource`] | device, `cuMemCreate` + `cuMemMap` | one contiguous range that grows; `release_unused` |
 //!
 //! Every resource is cheap to clone (clones share state and compare equal)
 //! and is `Send + Sync`: all of them may be used from many threads at once.
@@ -35,26 +40,39 @@ use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
+mod arena;
+mod arena_book;
+mod binning;
 mod callback;
 mod cuda;
 mod cuda_async;
+mod fixed_size;
+pub mod free_list;
 mod managed;
 pub mod per_device;
 mod pinned;
+mod pool;
 mod simulated;
+mod stream_ordered;
+mod vm_pool;
 
+pub use arena::{ArenaMemoryResource, ArenaOptions};
+pub use binning::BinningMemoryResource;
 pub use callback::{AllocateCallback, CallbackMemoryResource, DeallocateCallback};
 pub use cuda::CudaMemoryResource;
 pub use cuda_async::{
     CudaAsyncMemoryResource, CudaAsyncOptions, CudaAsyncViewMemoryResource, ExportHandleType,
 };
+pub use fixed_size::{FixedSizeMemoryResource, FixedSizeOptions};
 pub use managed::ManagedMemoryResource;
 pub use per_device::{
     current_device_resource, per_device_resource, reset_current_device_resource, reset_per_device_resource,
     set_current_device_resource, set_per_device_resource,
 };
 pub use pinned::PinnedHostMemoryResource;
+pub use pool::{PoolMemoryResource, PoolOptions};
 pub use simulated::SimulatedMemoryResource;
+pub use vm_pool::{VirtualPoolMemoryResource, VirtualPoolOptions};
 
 /// A stream-ordered memory allocator (RMM's `cuda::mr::resource` concept).
 ///

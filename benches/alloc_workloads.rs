@@ -1,0 +1,297 @@
+//! The allocator workloads of `shared/anchors/WORKLOADS.md` over this
+//! project's resources, printed as the same CSV as RMM's anchor
+//! (`impl,resource,workload,params,seconds,ns_per_op,failed`, impl `rmm-rs`).
+//!
+//! With a GPU: rows for `cuda`, `cuda_async`, `pool`, `binning`, `arena`
+//! and `vmpool`, configured as WORKLOADS.md says. Without one: `pool`,
+//! `binning` and `arena` over a simulated device (addresses only; what is
+//! measured is the bookkeeping's CPU cost), with a note on stderr.
+//!
+//! `RMM_BENCH_RESOURCES="pool arena"` (or resource names as arguments)
+//! restricts the resources. Run with `cargo bench --bench alloc_workloads`.
+
+use std::time::Instant;
+
+use rmm::mr::{
+    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
+    MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
+    VirtualPoolMemoryResource, VirtualPoolOptions,
+};
+use rmm::{CudaStream, CudaStreamView, DevicePtr};
+
+const MIB: usize = 1 << 20;
+const ALIGN: usize = 256;
+
+/// SplitMix64 as WORKLOADS.md defines it.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Outcome {
+    ops: usize,
+    failed: usize,
+}
+
+/// Workload `random`.
+fn random_allocations(
+    mr: &dyn MemoryResource,
+    stream: CudaStreamView,
+    n: usize,
+    max_size: usize,
+    max_usage: usize,
+    seed: u64,
+) -> Outcome {
+    let mut rng = SplitMix64(seed);
+    let mut live: Vec<(DevicePtr, usize)> = Vec::with_capacity(n);
+    let (mut count, mut usage) = (0usize, 0usize);
+    let mut r = Outcome::default();
+    for _ in 0..2 * n {
+        let size = 1 + (rng.next() % max_size as u64) as usize;
+        let do_alloc = if !live.is_empty() {
+            rng.next() % 100 < 73 && count < n && usage + size < max_usage
+        } else {
+            count < n
+        };
+        if do_alloc {
+            r.ops += 1;
+            match mr.allocate(size, ALIGN, stream) {
+                Ok(p) => {
+                    live.push((p, size));
+                    count += 1;
+                    usage += size;
+                    continue;
+                }
+                Err(e) => {
+                    if !e.is_bad_alloc() {
+                        eprintln!("allocate({size}) failed: {e}");
+                    }
+                    r.failed += 1;
+                }
+            }
+        }
+        if !live.is_empty() {
+            let i = (rng.next() % live.len() as u64) as usize;
+            let (p, s) = live.swap_remove(i);
+            // SAFETY: p came from mr with these arguments and is unused.
+            unsafe { mr.deallocate(p, s, ALIGN, stream) };
+            usage -= s;
+            r.ops += 1;
+        }
+    }
+    for (p, s) in live {
+        // SAFETY: as above.
+        unsafe { mr.deallocate(p, s, ALIGN, stream) };
+        r.ops += 1;
+    }
+    r
+}
+
+/// Workload `hot_pair`.
+fn hot_pairs(mr: &dyn MemoryResource, stream: CudaStreamView, size: usize, iters: usize) -> Outcome {
+    let mut failed = 0;
+    for _ in 0..iters {
+        match mr.allocate(size, ALIGN, stream) {
+            // SAFETY: p came from mr with these arguments and is unused.
+            Ok(p) => unsafe { mr.deallocate(p, size, ALIGN, stream) },
+            Err(_) => failed += 1,
+        }
+    }
+    Outcome {
+        ops: 2 * iters,
+        failed,
+    }
+}
+
+/// Real streams on a GPU, distinct fake handles over the simulated device.
+enum Streams {
+    Real(Vec<CudaStream>),
+    Fake,
+}
+
+impl Streams {
+    fn new(gpu: bool, n: usize) -> Streams {
+        if gpu {
+            Streams::Real((0..n).map(|_| CudaStream::new().expect("stream")).collect())
+        } else {
+            Streams::Fake
+        }
+    }
+    fn get(&self, i: usize) -> CudaStreamView {
+        match self {
+            Streams::Real(v) => v[i].view(),
+            // SAFETY: fake handles only reach the simulated resource, which
+            // never passes them to the driver.
+            Streams::Fake => unsafe { CudaStreamView::from_raw(0x5000 + 16 * i) },
+        }
+    }
+    fn sync(&self) {
+        if let Streams::Real(v) = self {
+            for s in v {
+                s.synchronize().expect("synchronize");
+            }
+        }
+    }
+}
+
+fn row(resource: &str, workload: &str, params: &str, secs: f64, r: Outcome) {
+    println!(
+        "rmm-rs,{resource},{workload},{params},{secs:.6},{:.1},{}",
+        secs * 1e9 / r.ops.max(1) as f64,
+        r.failed
+    );
+}
+
+fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
+    let streams = Streams::new(gpu, 1);
+    let s = streams.get(0);
+    random_allocations(mr, s, 1000, 64 * MIB, 16000 * MIB, 99);
+    streams.sync();
+    for (n, max_mib) in [(100_000usize, 1usize), (10_000, 64), (1000, 4096)] {
+        if name == "cuda" && n > 10_000 {
+            continue;
+        }
+        let t0 = Instant::now();
+        let r = random_allocations(mr, s, n, max_mib * MIB, 16000 * MIB, 42);
+        streams.sync();
+        row(
+            name,
+            "random",
+            &format!("n={n} max={max_mib}MiB"),
+            t0.elapsed().as_secs_f64(),
+            r,
+        );
+    }
+    for size in [256usize, MIB] {
+        let t0 = Instant::now();
+        let r = hot_pairs(mr, s, size, 200_000);
+        streams.sync();
+        row(
+            name,
+            "hot_pair",
+            &format!("size={size}"),
+            t0.elapsed().as_secs_f64(),
+            r,
+        );
+    }
+    let streams8 = Streams::new(gpu, 8);
+    let t0 = Instant::now();
+    let total = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let st = streams8.get(t);
+                scope.spawn(move || random_allocations(mr, st, 20_000, MIB, 1000 * MIB, 1000 + t as u64))
+            })
+            .collect();
+        handles.into_iter().fold(Outcome::default(), |acc, h| {
+            let r = h.join().expect("worker thread");
+            Outcome {
+                ops: acc.ops + r.ops,
+                failed: acc.failed + r.failed,
+            }
+        })
+    });
+    streams8.sync();
+    row(
+        name,
+        "threads8",
+        "n=20000 max=1MiB",
+        t0.elapsed().as_secs_f64(),
+        total,
+    );
+}
+
+fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
+    let r = if gpu {
+        match name {
+            "cuda" => Ok(SharedResource::new(CudaMemoryResource::new())),
+            "cuda_async" => CudaAsyncMemoryResource::new().map(SharedResource::new),
+            "pool" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
+                PoolMemoryResource::new(
+                    CudaMemoryResource::new(),
+                    PoolOptions::default().initial_pool_size(initial),
+                )
+                .map(SharedResource::new)
+            }),
+            "binning" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
+                let pool = PoolMemoryResource::new(
+                    CudaMemoryResource::new(),
+                    PoolOptions::default().initial_pool_size(initial),
+                )?;
+                BinningMemoryResource::with_fixed_bins(pool, 18, 22).map(SharedResource::new)
+            }),
+            "arena" => rmm::device::available_device_memory().and_then(|(free, _)| {
+                ArenaMemoryResource::new(
+                    CudaMemoryResource::new(),
+                    ArenaOptions::default().arena_size(free - 64 * MIB),
+                )
+                .map(SharedResource::new)
+            }),
+            "vmpool" => {
+                VirtualPoolMemoryResource::new(VirtualPoolOptions::default()).map(SharedResource::new)
+            }
+            _ => return None,
+        }
+    } else {
+        let sim = SimulatedMemoryResource::new(sim_capacity);
+        let half = rmm::align::align_down(sim_capacity / 2, 256);
+        match name {
+            "pool" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
+                .map(SharedResource::new),
+            "binning" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
+                .and_then(|pool| BinningMemoryResource::with_fixed_bins(pool, 18, 22))
+                .map(SharedResource::new),
+            "arena" => {
+                ArenaMemoryResource::new(sim, ArenaOptions::default().arena_size(sim_capacity - 64 * MIB))
+                    .map(SharedResource::new)
+            }
+            _ => return None,
+        }
+    };
+    match r {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("alloc_workloads: cannot build {name}: {e}");
+            None
+        }
+    }
+}
+
+fn main() {
+    let mut wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    if wanted.is_empty() {
+        if let Ok(v) = std::env::var("RMM_BENCH_RESOURCES") {
+            wanted = v.split_whitespace().map(str::to_string).collect();
+        }
+    }
+    let gpu = rmm::device::is_available();
+    // A simulated device the size of an H200's free memory.
+    let sim_capacity = 140 * 1024 * MIB;
+    let all: &[&str] = if gpu {
+        &["cuda", "cuda_async", "pool", "binning", "arena", "vmpool"]
+    } else {
+        eprintln!(
+            "alloc_workloads: no GPU; running pool, binning and arena over a simulated device of {} GiB \
+             (bookkeeping cost only)",
+            sim_capacity >> 30
+        );
+        &["pool", "binning", "arena"]
+    };
+    println!("impl,resource,workload,params,seconds,ns_per_op,failed");
+    for &name in all {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+            continue;
+        }
+        if let Some(mr) = build(name, gpu, sim_capacity) {
+            run_all(name, mr.inner(), gpu);
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! [`ArenaMemoryResource`]: a global arena split into per-thread and
+//! per-stream arenas of superblocks.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use super::arena_book::{ArenaBook, Freed, GlobalBook};
+use super::stream_ordered::StreamKey;
+use super::{check_base_alignment, MemoryResource, SharedResource};
+use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+const MIB: usize = 1 << 20;
+/// Requests above this go to the global arena directly.
+const LARGE: usize = MIB;
+/// The smallest superblock.
+const MIN_SUPERBLOCK: usize = MIB;
+
+/// Options of [`ArenaMemoryResource`].
+///
+/// ```
+/// use rmm::mr::ArenaOptions;
+/// let o = ArenaOptions::default().arena_size(1 << 30).superblock_size(8 << 20);
+/// assert_eq!((o.arena_size, o.superblock_size), (Some(1 << 30), 8 << 20));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArenaOptions {
+    /// Size of the one upstream allocation (rounded down to 256, at least
+    /// 1 MiB); `None`: half of the device's free memory (required over a
+    /// simulated upstream).
+    pub arena_size: Option<usize>,
+    /// Superblock size for small requests (at least 1 MiB, a multiple of
+    /// 256; default 4 MiB).
+    pub superblock_size: usize,
+}
+
+impl Default for ArenaOptions {
+    fn default() -> Self {
+        ArenaOptions {
+            arena_size: None,
+            superblock_size: 4 * MIB,
+        }
+    }
+}
+
+impl ArenaOptions {
+    /// Sets [`arena_size`](Self::arena_size).
+    pub fn arena_size(mut self, bytes: usize) -> Self {
+        self.arena_size = Some(bytes);
+        self
+    }
+    /// Sets [`superblock_size`](Self::superblock_size).
+    pub fn superblock_size(mut self, bytes: usize) -> Self {
+        self.superblock_size = bytes;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct Arena {
+    id: usize,
+    book: Mutex<ArenaBook>,
+}
+
+#[derive(Debug, Default)]
+struct Arenas {
+    by_key: HashMap<StreamKey, Arc<Arena>>,
+    all: Vec<Arc<Arena>>,
+}
+
+/// Source of [`ArenaInner::uid`]: never reused, so stale cache entries never match.
+static NEXT_UID: AtomicUsize = AtomicUsize::new(1);
+const ARENA_CACHE_ENTRIES: usize = 8;
+
+thread_local! {
+    /// Recently used arenas of this thread: (resource uid, stream, arena).
+    static ARENA_CACHE: RefCell<Vec<(usize, StreamKey, Arc<Arena>)>> = const { RefCell::new(Vec::new()) };
+}
+
+struct ArenaInner<U: MemoryResource> {
+    uid: usize,
+    upstream: U,
+    base: DevicePtr,
+    size: usize,
+    superblock: usize,
+    global: Mutex<GlobalBook>,
+    arenas: RwLock<Arenas>,
+    simulated: bool,
+    device: Option<DeviceId>,
+    device_accessible: bool,
+    host_accessible: bool,
+}
+
+impl<U: MemoryResource> Drop for ArenaInner<U> {
+    fn drop(&mut self) {
+        if !self.simulated {
+            if let Err(e) = crate::driver::device_synchronize() {
+                log::error!("ArenaMemoryResource: device synchronize before release failed: {e}");
+            }
+        }
+        // SAFETY: the arena came from `upstream.allocate(size, 256, _)`; the
+        // resource is gone, so no block of it is in use.
+        unsafe {
+            self.upstream.deallocate(
+                self.base,
+                self.size,
+                CUDA_ALLOCATION_ALIGNMENT,
+                CudaStreamView::DEFAULT,
+            )
+        };
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// RMM's `arena_memory_resource`: one upstream allocation (the global
+/// arena) from which each stream, and each thread on the per-thread default
+/// stream, takes superblocks for its own arena.
+///
+/// * Requests up to 1 MiB are served from the caller's arena (best fit over
+///   its superblocks, one lock per arena, so threads on different streams do
+///   not contend); requests above 1 MiB come from large blocks freed earlier
+///   on the same stream, else from the global arena.
+/// * Frees of small blocks go back to their arena without synchronisation;
+///   a free into another stream's arena first synchronises the freeing
+///   stream. Large blocks are kept by the freeing stream's arena (RMM
+///   instead synchronises the stream and returns them to the global arena).
+/// * An arena keeps one empty superblock and returns further empty ones.
+/// * When memory runs out, the device is synchronised, every arena returns
+///   all its superblocks and large blocks to the global arena and the
+///   request is tried once more; then [`Error::OutOfMemory`] with the
+///   arena's sizes.
+///
+/// Sizes are rounded up to 256; alignments up to 256 are served. Thread
+/// safety: every method may be called from any thread; clones share state.
+///
+/// ```
+/// use rmm::mr::{ArenaMemoryResource, ArenaOptions, MemoryResource, SimulatedMemoryResource};
+/// use rmm::CudaStreamView;
+/// let sim = SimulatedMemoryResource::new(1 << 30);
+/// let arena = ArenaMemoryResource::new(sim.clone(), ArenaOptions::default().arena_size(64 << 20))?;
+/// let p = arena.allocate(1000, 256, CudaStreamView::DEFAULT)?;
+/// unsafe { arena.deallocate(p, 1000, 256, CudaStreamView::DEFAULT) };
+/// assert_eq!(sim.allocated_bytes(), 64 << 20);
+/// # Ok::<(), rmm::Error>(())
+/// ```
+///
+/// ```no_run
+/// use rmm::mr::{ArenaMemoryResource, ArenaOptions, CudaMemoryResource, MemoryResource};
+/// let arena = ArenaMemoryResource::new(CudaMemoryResource::new(), ArenaOptions::default())?;
+/// let p = arena.allocate(4096, 256, rmm::CudaStreamView::PER_THREAD)?;
+/// unsafe { arena.deallocate(p, 4096, 256, rmm::CudaStreamView::PER_THREAD) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub struct ArenaMemoryResource<U: MemoryResource = SharedResource> {
+    inner: Arc<ArenaInner<U>>,
+}
+
+impl<U: MemoryResource> Clone for ArenaMemoryResource<U> {
+    fn clone(&self) -> Self {
+        ArenaMemoryResource {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<U: MemoryResource> fmt::Debug for ArenaMemoryResource<U> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArenaMemoryResource")
+            .field("base", &self.inner.base)
+            .field("size", &self.inner.size)
+            .field("upstream", &self.inner.upstream)
+            .finish()
+    }
+}
+
+impl<U: MemoryResource> ArenaMemoryResource<U> {
+    /// An arena over `upstream`; allocates the global arena now.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] when the arena is smaller than 1 MiB, the superblock
+    /// size is below 1 MiB or not a multiple of 256, or no size is given over
+    /// a simulated upstream; the upstream's error when the allocation fails.
+    pub fn new(upstream: U, options: ArenaOptions) -> Result<Self> {
+        let simulated = upstream.is_simulated();
+        if options.superblock_size < MIN_SUPERBLOCK
+            || !options.superblock_size.is_multiple_of(CUDA_ALLOCATION_ALIGNMENT)
+        {
+            return Err(Error::Logic(format!(
+                "ArenaMemoryResource: superblock size {} must be a multiple of 256 of at least 1 MiB",
+                options.superblock_size
+            )));
+        }
+        let size = match options.arena_size {
+            Some(s) => align_down(s, CUDA_ALLOCATION_ALIGNMENT),
+            None if simulated => {
+                return Err(Error::Logic(
+                    "ArenaMemoryResource: arena_size is required over a simulated upstream".into(),
+                ))
+            }
+            None => crate::device::percent_of_free_device_memory(50)?,
+        };
+        if size < MIB {
+            return Err(Error::Logic(format!(
+                "ArenaMemoryResource: arena size {size} is smaller than 1 MiB"
+            )));
+        }
+        let base = upstream.allocate(size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)?;
+        let sync = if simulated {
+            Ok(())
+        } else {
+            CudaStreamView::DEFAULT.synchronize()
+        };
+        if let Err(e) = sync.and_then(|_| {
+            if base.is_aligned(CUDA_ALLOCATION_ALIGNMENT) && !base.is_null() {
+                Ok(())
+            } else {
+                Err(Error::BadAlloc(format!(
+                    "ArenaMemoryResource: upstream returned {base}, not 256-byte aligned"
+                )))
+            }
+        }) {
+            // SAFETY: just allocated with these arguments, never used.
+            unsafe { upstream.deallocate(base, size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT) };
+            return Err(e);
+        }
+        Ok(ArenaMemoryResource {
+            inner: Arc::new(ArenaInner {
+                uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+                device: upstream.device(),
+                device_accessible: upstream.is_device_accessible(),
+                host_accessible: upstream.is_host_accessible(),
+                upstream,
+                base,
+                size,
+                superblock: options.superblock_size,
+                global: Mutex::new(GlobalBook::new(base.addr(), size)),
+                arenas: RwLock::new(Arenas::default()),
+                simulated,
+            }),
+        })
+    }
+
+    /// Size of the global arena (the one upstream allocation).
+    pub fn arena_size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// Free bytes: in the global arena and in every arena's superblocks.
+    pub fn free_bytes(&self) -> usize {
+        let all = self.all_arenas();
+        let arenas: usize = all.iter().map(|a| lock(&a.book).free_bytes()).sum();
+        lock(&self.inner.global).free_bytes() + arenas
+    }
+
+    /// Superblocks held by the per-stream and per-thread arenas.
+    pub fn superblocks_held(&self) -> usize {
+        self.all_arenas()
+            .iter()
+            .map(|a| lock(&a.book).superblock_count())
+            .sum()
+    }
+
+    /// Free bytes in the global arena and its largest free range.
+    pub fn global_free(&self) -> (usize, usize) {
+        let g = lock(&self.inner.global);
+        (g.free_bytes(), g.largest_free())
+    }
+
+    /// Returns every arena's superblocks to the global arena after
+    /// synchronising the device (what an out-of-memory retry does).
+    pub fn defragment(&self) {
+        let all = self.all_arenas();
+        let mut g = lock(&self.inner.global);
+        let mut books: Vec<MutexGuard<'_, ArenaBook>> = all.iter().map(|a| lock(&a.book)).collect();
+        if !self.inner.simulated {
+            if let Err(e) = crate::driver::device_synchronize() {
+                log::error!("ArenaMemoryResource: device synchronize for defragmentation failed: {e}");
+            }
+        }
+        for b in &mut books {
+            let (free, superblocks) = b.drain();
+            for (s, _) in superblocks {
+                g.disown(s);
+            }
+            for (f, n) in free {
+                if !g.free(f, n) {
+                    log::error!("ArenaMemoryResource: defragmentation found overlapping block {f:#x}+{n}");
+                }
+            }
+        }
+    }
+
+    fn all_arenas(&self) -> Vec<Arc<Arena>> {
+        self.inner
+            .arenas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .all
+            .clone()
+    }
+
+    /// The arena of `stream` (per thread for the per-thread default stream),
+    /// through a small per-thread cache so the hot path takes no shared lock.
+    fn arena_for(&self, stream: CudaStreamView) -> Arc<Arena> {
+        let key = StreamKey::of(stream);
+        let uid = self.inner.uid;
+        let hit = ARENA_CACHE
+            .try_with(|c| {
+                c.borrow()
+                    .iter()
+                    .find(|(u, k, _)| *u == uid && *k == key)
+                    .map(|(_, _, a)| a.clone())
+            })
+            .ok()
+            .flatten();
+        if let Some(a) = hit {
+            return a;
+        }
+        let a = self.arena_lookup(key);
+        let _ = ARENA_CACHE.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= ARENA_CACHE_ENTRIES {
+                c.remove(0);
+            }
+            c.push((uid, key, a.clone()));
+        });
+        a
+    }
+
+    fn arena_lookup(&self, key: StreamKey) -> Arc<Arena> {
+        if let Some(a) = self
+            .inner
+            .arenas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_key
+            .get(&key)
+        {
+            return a.clone();
+        }
+        let mut w = self.inner.arenas.write().unwrap_or_else(|e| e.into_inner());
+        let id = w.all.len();
+        let a = w
+            .by_key
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Arena {
+                    id,
+                    book: Mutex::new(ArenaBook::new(1, self.inner.superblock)),
+                })
+            })
+            .clone();
+        if a.id == id {
+            w.all.push(a.clone());
+        }
+        a
+    }
+
+    fn try_allocate(&self, size: usize, stream: CudaStreamView) -> Option<u64> {
+        let arena = self.arena_for(stream);
+        if size > LARGE {
+            if let Some(a) = lock(&arena.book).take_large(size) {
+                return Some(a);
+            }
+            return lock(&self.inner.global).allocate(size);
+        }
+        if let Some(a) = lock(&arena.book).allocate(size) {
+            return Some(a);
+        }
+        let mut g = lock(&self.inner.global);
+        let want = self.inner.superblock.max(size);
+        let fallback = MIN_SUPERBLOCK.max(size);
+        let got = g
+            .acquire(want, arena.id)
+            .map(|s| (s, want))
+            .or_else(|| g.acquire(fallback, arena.id).map(|s| (s, fallback)));
+        match got {
+            Some((s, n)) => {
+                // Lock order: global, then an arena.
+                let mut b = lock(&arena.book);
+                b.add_superblock(s, n);
+                b.allocate(size)
+            }
+            None => g.allocate(size),
+        }
+    }
+
+    fn sync_stream(&self, stream: CudaStreamView) {
+        if !self.inner.simulated {
+            stream.synchronize_no_throw();
+        }
+    }
+
+    fn out_of_memory(&self, bytes: usize) -> Error {
+        let g = lock(&self.inner.global);
+        Error::OutOfMemory {
+            requested: bytes,
+            reason: format!(
+                "ArenaMemoryResource: no room in arena (arena size {}, free {}, largest free block {})",
+                g.size(),
+                g.free_bytes(),
+                g.largest_free()
+            ),
+        }
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        check_base_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(DevicePtr::NULL);
+        }
+        let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
+            Some(s) if s <= self.inner.size => s,
+            _ => return Err(self.out_of_memory(bytes)),
+        };
+        if let Some(a) = self.try_allocate(size, stream) {
+            return Ok(DevicePtr::new(a));
+        }
+        self.defragment();
+        match self.try_allocate(size, stream) {
+            Some(a) => Ok(DevicePtr::new(a)),
+            None => {
+                let e = self.out_of_memory(bytes);
+                log::error!("{e}");
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        if ptr.is_null() {
+            return;
+        }
+        let base = self.inner.base.addr();
+        let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
+            Some(s)
+                if ptr.addr() >= base
+                    && ptr
+                        .addr()
+                        .checked_add(s as u64)
+                        .is_some_and(|e| e <= base + self.inner.size as u64) =>
+            {
+                s
+            }
+            _ => {
+                log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) outside the arena; ignored");
+                return;
+            }
+        };
+        let addr = ptr.addr();
+        let arena = self.arena_for(stream);
+        if size > LARGE {
+            // Kept for this stream (reuse in its order needs no sync); other
+            // streams get it after a defragmentation.
+            if !lock(&arena.book).put_large(addr, size) {
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
+            }
+            return;
+        }
+        let outcome = lock(&arena.book).free(addr, size);
+        match outcome {
+            Freed::Kept => return,
+            Freed::Release(s, n) => {
+                let mut g = lock(&self.inner.global);
+                g.disown(s);
+                g.free(s, n);
+                return;
+            }
+            Freed::Overlap => {
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
+                return;
+            }
+            Freed::NotOwned => {}
+        }
+        // Another arena's block, or one the global arena owns.
+        self.sync_stream(stream);
+        let mut g = lock(&self.inner.global);
+        match g.owner_of(addr) {
+            Some(id) => {
+                let Some(owner) = self.all_arenas().get(id).cloned() else {
+                    log::error!("ArenaMemoryResource: arena {id} of {ptr} is unknown; block leaked");
+                    return;
+                };
+                let outcome = lock(&owner.book).free(addr, size);
+                match outcome {
+                    Freed::Kept => {}
+                    Freed::Release(s, n) => {
+                        g.disown(s);
+                        g.free(s, n);
+                    }
+                    Freed::Overlap | Freed::NotOwned => {
+                        log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) does not match its arena; ignored");
+                    }
+                }
+            }
+            None => {
+                if !g.free(addr, size) {
+                    log::error!(
+                        "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                    );
+                }
+            }
+        }
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<ArenaMemoryResource<U>>()
+            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
+    }
+
+    fn device(&self) -> Option<DeviceId> {
+        self.inner.device
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.simulated
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.inner.device_accessible
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.inner.host_accessible
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,349 @@
+//! [`FixedSizeMemoryResource`]: equal blocks from upstream chunks.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::free_list::FixedSizeFreeList;
+use super::stream_ordered::{Backing, StreamOrdered};
+use super::{check_base_alignment, MemoryResource, SharedResource};
+use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Options of [`FixedSizeMemoryResource`].
+///
+/// ```
+/// use rmm::mr::FixedSizeOptions;
+/// let o = FixedSizeOptions::default().block_size(4096).blocks_to_preallocate(16);
+/// assert_eq!((o.block_size, o.blocks_to_preallocate), (4096, 16));
+/// assert_eq!(FixedSizeOptions::default().block_size, 1 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FixedSizeOptions {
+    /// Size of every block, rounded up to 256 (default 1 MiB).
+    pub block_size: usize,
+    /// Blocks per upstream chunk (default 128).
+    pub blocks_to_preallocate: usize,
+}
+
+impl Default for FixedSizeOptions {
+    fn default() -> Self {
+        FixedSizeOptions {
+            block_size: 1 << 20,
+            blocks_to_preallocate: 128,
+        }
+    }
+}
+
+impl FixedSizeOptions {
+    /// Sets [`block_size`](Self::block_size).
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.block_size = bytes;
+        self
+    }
+    /// Sets [`blocks_to_preallocate`](Self::blocks_to_preallocate).
+    pub fn blocks_to_preallocate(mut self, n: usize) -> Self {
+        self.blocks_to_preallocate = n;
+        self
+    }
+}
+
+pub(crate) struct FixedBacking<U> {
+    upstream: U,
+    block_size: usize,
+    chunk_size: usize,
+    chunks: BTreeMap<u64, usize>,
+}
+
+impl<U: MemoryResource> FixedBacking<U> {
+    fn new_chunk(&mut self, stream: CudaStreamView) -> Result<u64> {
+        let p = self
+            .upstream
+            .allocate(self.chunk_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            .map_err(|e| match e {
+                Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+                    requested,
+                    reason: format!(
+                        "FixedSizeMemoryResource: upstream chunk of {} bytes failed: {reason}",
+                        self.chunk_size
+                    ),
+                },
+                other => other,
+            })?;
+        if !p.is_aligned(CUDA_ALLOCATION_ALIGNMENT) {
+            // SAFETY: `p` was just allocated with these arguments and is unused.
+            unsafe {
+                self.upstream
+                    .deallocate(p, self.chunk_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            };
+            return Err(Error::BadAlloc(format!(
+                "FixedSizeMemoryResource: upstream returned {p}, not 256-byte aligned"
+            )));
+        }
+        self.chunks.insert(p.addr(), self.chunk_size);
+        Ok(p.addr())
+    }
+
+    fn carve(&self, base: u64, list: &mut FixedSizeFreeList) {
+        let n = self.chunk_size / self.block_size;
+        for i in 0..n {
+            list.push(base + (i * self.block_size) as u64);
+        }
+    }
+
+    fn release(&mut self) {
+        for (addr, size) in std::mem::take(&mut self.chunks) {
+            // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
+            // and no block of it is in use any more (the resource is dropped).
+            unsafe {
+                self.upstream.deallocate(
+                    DevicePtr::new(addr),
+                    size,
+                    CUDA_ALLOCATION_ALIGNMENT,
+                    CudaStreamView::DEFAULT,
+                )
+            };
+        }
+    }
+}
+
+impl<U: MemoryResource> Backing for FixedBacking<U> {
+    type List = FixedSizeFreeList;
+
+    fn max_allocation(&self) -> usize {
+        self.block_size
+    }
+
+    fn is_head(&self, _addr: u64) -> bool {
+        true
+    }
+
+    fn contains(&self, addr: u64, _size: usize) -> bool {
+        self.chunks.range(..=addr).next_back().is_some_and(|(&s, &n)| {
+            let off = addr - s;
+            off < n as u64 && off.is_multiple_of(self.block_size as u64)
+        })
+    }
+
+    fn grow(&mut self, _size: usize, stream: CudaStreamView, list: &mut FixedSizeFreeList) -> Result<()> {
+        let base = self.new_chunk(stream)?;
+        self.carve(base, list);
+        Ok(())
+    }
+
+    fn name(&self) -> &'static str {
+        "FixedSizeMemoryResource"
+    }
+}
+
+struct FixedInner<U: MemoryResource> {
+    state: Mutex<StreamOrdered<FixedBacking<U>>>,
+    block_size: usize,
+    simulated: bool,
+    device: Option<DeviceId>,
+    device_accessible: bool,
+    host_accessible: bool,
+}
+
+impl<U: MemoryResource> Drop for FixedInner<U> {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !self.simulated {
+            if let Err(e) = crate::driver::device_synchronize() {
+                log::error!("FixedSizeMemoryResource: device synchronize before release failed: {e}");
+            }
+        }
+        state.destroy_events();
+        state.backing.release();
+    }
+}
+
+/// Blocks of one size carved from upstream chunks (RMM's
+/// `fixed_size_memory_resource`): O(1) allocate and free from a FIFO per
+/// stream, with the same cross-stream rules as [`PoolMemoryResource`](super::PoolMemoryResource).
+///
+/// A chunk of `block_size * blocks_to_preallocate` bytes is taken at
+/// construction and another whenever the blocks run out. Requests larger
+/// than the block size fail with [`Error::OutOfMemory`] ("maximum allocation
+/// size exceeded"). Memory goes back to the upstream when the last clone is
+/// dropped. Thread safety: one mutex; clones share it.
+///
+/// ```
+/// use rmm::mr::{FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SimulatedMemoryResource};
+/// use rmm::CudaStreamView;
+/// let sim = SimulatedMemoryResource::new(1 << 30);
+/// let opts = FixedSizeOptions::default().block_size(4096).blocks_to_preallocate(8);
+/// let mr = FixedSizeMemoryResource::new(sim.clone(), opts)?;
+/// assert_eq!(sim.allocated_bytes(), 8 * 4096);
+/// let p = mr.allocate(100, 256, CudaStreamView::DEFAULT)?;
+/// assert!(mr.allocate(4097, 256, CudaStreamView::DEFAULT).unwrap_err().is_out_of_memory());
+/// unsafe { mr.deallocate(p, 100, 256, CudaStreamView::DEFAULT) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub struct FixedSizeMemoryResource<U: MemoryResource = SharedResource> {
+    inner: Arc<FixedInner<U>>,
+}
+
+impl<U: MemoryResource> Clone for FixedSizeMemoryResource<U> {
+    fn clone(&self) -> Self {
+        FixedSizeMemoryResource {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<U: MemoryResource> fmt::Debug for FixedSizeMemoryResource<U> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FixedSizeMemoryResource")
+            .field("block_size", &self.inner.block_size)
+            .finish()
+    }
+}
+
+impl<U: MemoryResource> FixedSizeMemoryResource<U> {
+    /// A resource over `upstream`; takes the first chunk now.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] for a zero block size or block count (or a chunk
+    /// size that overflows); the upstream's error when the first chunk fails.
+    pub fn new(upstream: U, options: FixedSizeOptions) -> Result<Self> {
+        let block_size = align_up(options.block_size, CUDA_ALLOCATION_ALIGNMENT)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                Error::Logic(format!(
+                    "FixedSizeMemoryResource: invalid block size {}",
+                    options.block_size
+                ))
+            })?;
+        let chunk_size = block_size
+            .checked_mul(options.blocks_to_preallocate)
+            .filter(|&c| c > 0)
+            .ok_or_else(|| {
+                Error::Logic(format!(
+                    "FixedSizeMemoryResource: invalid blocks_to_preallocate {}",
+                    options.blocks_to_preallocate
+                ))
+            })?;
+        let simulated = upstream.is_simulated();
+        let device = upstream.device();
+        let (device_accessible, host_accessible) =
+            (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let backing = FixedBacking {
+            upstream,
+            block_size,
+            chunk_size,
+            chunks: BTreeMap::new(),
+        };
+        let mut core = StreamOrdered::new(backing, simulated);
+        let base = core.backing.new_chunk(CudaStreamView::DEFAULT)?;
+        if !simulated {
+            if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
+                core.backing.release();
+                return Err(e);
+            }
+        }
+        for i in 0..options.blocks_to_preallocate {
+            core.add_fresh(
+                base + (i * block_size) as u64,
+                block_size,
+                CudaStreamView::DEFAULT,
+            );
+        }
+        Ok(FixedSizeMemoryResource {
+            inner: Arc::new(FixedInner {
+                state: Mutex::new(core),
+                block_size,
+                simulated,
+                device,
+                device_accessible,
+                host_accessible,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, StreamOrdered<FixedBacking<U>>> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The block size (rounded to 256).
+    pub fn block_size(&self) -> usize {
+        self.inner.block_size
+    }
+
+    /// Bytes held from the upstream.
+    pub fn pool_size(&self) -> usize {
+        let s = self.state();
+        s.backing.chunks.len() * s.backing.chunk_size
+    }
+
+    /// Free bytes over all streams.
+    pub fn free_bytes(&self) -> usize {
+        self.state().free_bytes()
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        check_base_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(DevicePtr::NULL);
+        }
+        if bytes > self.inner.block_size {
+            return Err(Error::OutOfMemory {
+                requested: bytes,
+                reason: format!(
+                    "FixedSizeMemoryResource: maximum allocation size exceeded (block size {})",
+                    self.inner.block_size
+                ),
+            });
+        }
+        self.state()
+            .allocate(self.inner.block_size, stream)
+            .map(DevicePtr::new)
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        if ptr.is_null() {
+            return;
+        }
+        if bytes > self.inner.block_size {
+            log::error!(
+                "FixedSizeMemoryResource: free of {ptr} with {bytes} bytes, more than the block size {}; ignored",
+                self.inner.block_size
+            );
+            return;
+        }
+        self.state().deallocate(ptr.addr(), self.inner.block_size, stream);
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<FixedSizeMemoryResource<U>>()
+            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
+    }
+
+    fn device(&self) -> Option<DeviceId> {
+        self.inner.device
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.simulated
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.inner.device_accessible
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.inner.host_accessible
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

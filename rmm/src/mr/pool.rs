@@ -1,0 +1,419 @@
+//! [`PoolMemoryResource`]: a coalescing best-fit sub-allocator.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::free_list::CoalescingFreeList;
+use super::stream_ordered::{Backing, StreamOrdered};
+use super::{check_base_alignment, MemoryResource, SharedResource};
+use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
+use crate::device::DeviceId;
+use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Options of [`PoolMemoryResource`].
+///
+/// ```
+/// use rmm::mr::PoolOptions;
+/// let o = PoolOptions::default().initial_pool_size(1 << 30).maximum_pool_size(1 << 32);
+/// assert_eq!((o.initial_pool_size, o.maximum_pool_size), (1 << 30, Some(1 << 32)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolOptions {
+    /// Bytes taken from the upstream at construction (a multiple of 256; default 0).
+    pub initial_pool_size: usize,
+    /// The most bytes the pool takes from its upstream (a multiple of 256,
+    /// at least the initial size); `None`: no limit.
+    pub maximum_pool_size: Option<usize>,
+}
+
+impl PoolOptions {
+    /// Sets [`initial_pool_size`](Self::initial_pool_size).
+    pub fn initial_pool_size(mut self, bytes: usize) -> Self {
+        self.initial_pool_size = bytes;
+        self
+    }
+    /// Sets [`maximum_pool_size`](Self::maximum_pool_size).
+    pub fn maximum_pool_size(mut self, bytes: usize) -> Self {
+        self.maximum_pool_size = Some(bytes);
+        self
+    }
+}
+
+/// The pool's upstream chunks and growth policy.
+pub(crate) struct PoolBacking<U> {
+    upstream: U,
+    /// Upstream allocations, by address: their first bytes are heads.
+    chunks: BTreeMap<u64, usize>,
+    pool_size: usize,
+    maximum: Option<usize>,
+}
+
+impl<U: MemoryResource> PoolBacking<U> {
+    /// RMM's `size_to_grow`: 0 when the maximum leaves no room.
+    fn size_to_grow(&self, size: usize) -> usize {
+        match self.maximum {
+            None => size.max(self.pool_size),
+            Some(max) => {
+                let remaining = align_up(max.saturating_sub(self.pool_size), CUDA_ALLOCATION_ALIGNMENT)
+                    .unwrap_or(usize::MAX);
+                if size <= remaining {
+                    size.max(align_up(remaining / 2, CUDA_ALLOCATION_ALIGNMENT).unwrap_or(remaining))
+                        .min(remaining)
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        for (addr, size) in std::mem::take(&mut self.chunks) {
+            // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
+            // and no block of it is in use any more (the pool is dropped).
+            unsafe {
+                self.upstream.deallocate(
+                    DevicePtr::new(addr),
+                    size,
+                    CUDA_ALLOCATION_ALIGNMENT,
+                    CudaStreamView::DEFAULT,
+                )
+            };
+        }
+        self.pool_size = 0;
+    }
+}
+
+impl<U: MemoryResource> Backing for PoolBacking<U> {
+    type List = CoalescingFreeList;
+
+    fn max_allocation(&self) -> usize {
+        self.maximum.unwrap_or(usize::MAX)
+    }
+
+    fn is_head(&self, addr: u64) -> bool {
+        self.chunks.contains_key(&addr)
+    }
+
+    fn contains(&self, addr: u64, size: usize) -> bool {
+        self.chunks
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&s, &n)| addr.checked_add(size as u64).is_some_and(|e| e <= s + n as u64))
+    }
+
+    fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut CoalescingFreeList) -> Result<()> {
+        let mut try_size = self.size_to_grow(size);
+        if try_size == 0 {
+            let e = Error::OutOfMemory {
+                requested: size,
+                reason: format!(
+                    "PoolMemoryResource: maximum pool size exceeded: not enough room to grow \
+                     (current pool size {}, maximum {}, request {size})",
+                    self.pool_size,
+                    self.maximum.unwrap_or(usize::MAX)
+                ),
+            };
+            log::error!("{e}");
+            return Err(e);
+        }
+        loop {
+            match self
+                .upstream
+                .allocate(try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            {
+                Ok(p) if is_aligned(p.addr() as usize, CUDA_ALLOCATION_ALIGNMENT) && !p.is_null() => {
+                    self.chunks.insert(p.addr(), try_size);
+                    self.pool_size += try_size;
+                    let chunks = &self.chunks;
+                    list.insert(p.addr(), try_size, |a| chunks.contains_key(&a));
+                    return Ok(());
+                }
+                Ok(p) => {
+                    // SAFETY: `p` was just allocated with these arguments and is unused.
+                    unsafe {
+                        self.upstream
+                            .deallocate(p, try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+                    };
+                    return Err(Error::BadAlloc(format!(
+                        "PoolMemoryResource: upstream returned {p}, not 256-byte aligned"
+                    )));
+                }
+                Err(e) if e.is_out_of_memory() && try_size > size => {
+                    try_size = (try_size / 2).max(size);
+                }
+                Err(e) if e.is_out_of_memory() => {
+                    let e = Error::OutOfMemory {
+                        requested: size,
+                        reason: format!(
+                            "PoolMemoryResource: maximum pool size exceeded (failed to allocate {try_size} \
+                             bytes from upstream; pool size {}, maximum {}): {e}",
+                            self.pool_size,
+                            self.maximum.map_or("none".to_string(), |m| m.to_string())
+                        ),
+                    };
+                    log::error!("{e}");
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "PoolMemoryResource"
+    }
+}
+
+struct PoolInner<U: MemoryResource> {
+    state: Mutex<StreamOrdered<PoolBacking<U>>>,
+    simulated: bool,
+    device: Option<DeviceId>,
+    device_accessible: bool,
+    host_accessible: bool,
+}
+
+impl<U: MemoryResource> Drop for PoolInner<U> {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !self.simulated {
+            if let Err(e) = crate::driver::device_synchronize() {
+                log::error!("PoolMemoryResource: device synchronize before release failed: {e}");
+            }
+        }
+        state.destroy_events();
+        state.backing.release();
+    }
+}
+
+/// A coalescing best-fit sub-allocator over any upstream resource (RMM's
+/// `pool_memory_resource`), with one free list per stream.
+///
+/// * Sizes are rounded up to 256 bytes; every block is 256-byte aligned.
+///   Alignments up to 256 are served; larger ones are [`Error::BadAlloc`].
+/// * Free blocks are indexed by address and by size, so allocate and free
+///   cost O(log n) in the number of free blocks (RMM scans a list).
+///   Blocks from different upstream chunks never merge.
+/// * A block freed on stream A is reused on A at once and on stream B after
+///   B waits on an event of A on the GPU. Events cost nothing until blocks
+///   first move between streams: that first time the device is synchronised
+///   once, and from then on every free records its stream's event (as RMM
+///   does on every free).
+/// * Growth: without a maximum by `max(request, pool size)`; with one by
+///   `max(request, remaining / 2)`; a failing upstream allocation is retried
+///   with half the size down to the request, then [`Error::OutOfMemory`]
+///   with the sizes in its message. Memory goes back to the upstream when
+///   the last clone is dropped.
+///
+/// Thread safety: one mutex guards the pool; clones share it.
+///
+/// ```
+/// use rmm::mr::{MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource};
+/// use rmm::CudaStreamView;
+/// let sim = SimulatedMemoryResource::new(1 << 30);
+/// let pool = PoolMemoryResource::new(sim.clone(), PoolOptions::default().initial_pool_size(1 << 20))?;
+/// let p = pool.allocate(1000, 256, CudaStreamView::DEFAULT)?;
+/// assert_eq!(pool.pool_size(), 1 << 20);
+/// unsafe { pool.deallocate(p, 1000, 256, CudaStreamView::DEFAULT) };
+/// drop(pool);
+/// assert_eq!(sim.allocated_bytes(), 0);
+/// # Ok::<(), rmm::Error>(())
+/// ```
+///
+/// Over the GPU:
+/// ```no_run
+/// use rmm::mr::{CudaMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions};
+/// let initial = rmm::device::percent_of_free_device_memory(50)?;
+/// let pool = PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default().initial_pool_size(initial))?;
+/// let s = rmm::CudaStream::new()?;
+/// let p = pool.allocate(1 << 20, 256, s.view())?;
+/// unsafe { pool.deallocate(p, 1 << 20, 256, s.view()) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub struct PoolMemoryResource<U: MemoryResource = SharedResource> {
+    inner: Arc<PoolInner<U>>,
+}
+
+impl<U: MemoryResource> Clone for PoolMemoryResource<U> {
+    fn clone(&self) -> Self {
+        PoolMemoryResource {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<U: MemoryResource> fmt::Debug for PoolMemoryResource<U> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.state();
+        f.debug_struct("PoolMemoryResource")
+            .field("pool_size", &s.backing.pool_size)
+            .field("maximum_pool_size", &s.backing.maximum)
+            .field("upstream", &s.backing.upstream)
+            .finish()
+    }
+}
+
+/// Checks the pool's size options.
+pub(crate) fn check_sizes(what: &str, initial: usize, maximum: Option<usize>) -> Result<()> {
+    if !is_aligned(initial, CUDA_ALLOCATION_ALIGNMENT) {
+        return Err(Error::Logic(format!(
+            "{what}: initial pool size {initial} is not a multiple of 256"
+        )));
+    }
+    if let Some(max) = maximum {
+        if !is_aligned(max, CUDA_ALLOCATION_ALIGNMENT) {
+            return Err(Error::Logic(format!(
+                "{what}: maximum pool size {max} is not a multiple of 256"
+            )));
+        }
+        if initial > max {
+            return Err(Error::Logic(format!(
+                "{what}: initial pool size {initial} exceeds the maximum pool size {max}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl<U: MemoryResource> PoolMemoryResource<U> {
+    /// A pool over `upstream` that takes `options.initial_pool_size` bytes now.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] when a size is not a multiple of 256 or the initial
+    /// size exceeds the maximum; the upstream's error when the initial
+    /// allocation fails.
+    pub fn new(upstream: U, options: PoolOptions) -> Result<Self> {
+        check_sizes(
+            "PoolMemoryResource",
+            options.initial_pool_size,
+            options.maximum_pool_size,
+        )?;
+        let simulated = upstream.is_simulated();
+        let device = upstream.device();
+        let (device_accessible, host_accessible) =
+            (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let backing = PoolBacking {
+            upstream,
+            chunks: BTreeMap::new(),
+            pool_size: 0,
+            maximum: options.maximum_pool_size,
+        };
+        let mut core = StreamOrdered::new(backing, simulated);
+        let initial = options.initial_pool_size;
+        if initial > 0 {
+            let p = core.backing.upstream.allocate(
+                initial,
+                CUDA_ALLOCATION_ALIGNMENT,
+                CudaStreamView::DEFAULT,
+            )?;
+            core.backing.chunks.insert(p.addr(), initial);
+            core.backing.pool_size = initial;
+            if !simulated {
+                if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
+                    core.backing.release();
+                    return Err(e);
+                }
+            }
+            if !p.is_aligned(CUDA_ALLOCATION_ALIGNMENT) {
+                core.backing.release();
+                return Err(Error::BadAlloc(format!(
+                    "PoolMemoryResource: upstream returned {p}, not 256-byte aligned"
+                )));
+            }
+            core.add_fresh(p.addr(), initial, CudaStreamView::DEFAULT);
+        }
+        Ok(PoolMemoryResource {
+            inner: Arc::new(PoolInner {
+                state: Mutex::new(core),
+                simulated,
+                device,
+                device_accessible,
+                host_accessible,
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, StreamOrdered<PoolBacking<U>>> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes the pool holds from its upstream.
+    pub fn pool_size(&self) -> usize {
+        self.state().backing.pool_size
+    }
+
+    /// The configured maximum, if any.
+    pub fn maximum_pool_size(&self) -> Option<usize> {
+        self.state().backing.maximum
+    }
+
+    /// Free bytes inside the pool, over all streams.
+    pub fn free_bytes(&self) -> usize {
+        self.state().free_bytes()
+    }
+
+    /// Number of upstream allocations the pool holds.
+    pub fn upstream_chunks(&self) -> usize {
+        self.state().backing.chunks.len()
+    }
+
+    /// Runs `f` with the upstream resource.
+    pub fn with_upstream<R>(&self, f: impl FnOnce(&U) -> R) -> R {
+        f(&self.state().backing.upstream)
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        check_base_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(DevicePtr::NULL);
+        }
+        let size = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| Error::OutOfMemory {
+            requested: bytes,
+            reason: "PoolMemoryResource: size overflows".into(),
+        })?;
+        self.state().allocate(size, stream).map(DevicePtr::new)
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        if ptr.is_null() {
+            return;
+        }
+        let Some(size) = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) else {
+            log::error!("PoolMemoryResource: free of {ptr} with impossible size {bytes}");
+            return;
+        };
+        self.state().deallocate(ptr.addr(), size, stream);
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<PoolMemoryResource<U>>()
+            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
+    }
+
+    fn device(&self) -> Option<DeviceId> {
+        self.inner.device
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.simulated
+    }
+
+    fn is_device_accessible(&self) -> bool {
+        self.inner.device_accessible
+    }
+
+    fn is_host_accessible(&self) -> bool {
+        self.inner.host_accessible
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,291 @@
+//! The stream-ordered core shared by the pool, fixed-size and virtual pool
+//! resources (RMM's `stream_ordered_memory_resource`).
+//!
+//! One free list per stream. A block freed on stream A is reused on A at
+//! once (stream order makes that safe) and on another stream B only after B
+//! waits on an event of A: first a single block is taken from another
+//! stream's list without merging, then whole lists are merged into B's, and
+//! only then does the backing grow.
+//!
+//! Events are adaptive. A list starts *lazy*: frees make no driver call.
+//! The first time another stream takes from a lazy list that saw frees, the
+//! taker synchronises the device (covering every earlier use of every list,
+//! whether or not their streams still exist) and all lists, and every list
+//! created later, turn *eager*: from then on a stream's event is recorded on
+//! every free, while the stream is known to be alive (RMM's scheme, which keeps the lists of destroyed streams usable,
+//! its `DeletedStream` case), and takers only wait on that event on the GPU.
+//! So a stream that never shares its blocks never pays for an event, and a
+//! list that never saw a free (fresh upstream memory) needs no wait at all.
+//! Over a simulated upstream no event is ever created, recorded or waited on.
+
+use std::thread::ThreadId;
+
+use super::free_list::FreeBlocks;
+use crate::driver;
+use crate::error::{Error, Result};
+use crate::stream::CudaStreamView;
+
+/// Where sub-allocated memory comes from.
+pub(crate) trait Backing: Send + 'static {
+    /// The free-list type.
+    type List: FreeBlocks;
+    /// The largest request (already rounded) the resource serves.
+    fn max_allocation(&self) -> usize;
+    /// True when `addr` starts an upstream chunk (blocks never merge across it).
+    fn is_head(&self, addr: u64) -> bool;
+    /// True when `[addr, addr + size)` lies inside memory the backing holds.
+    fn contains(&self, addr: u64, size: usize) -> bool;
+    /// Obtains memory for a `size`-byte request on `stream` and puts it into
+    /// `list` (the requesting stream's list, which then holds every free
+    /// block of the resource).
+    fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut Self::List) -> Result<()>;
+    /// A short name for messages.
+    fn name(&self) -> &'static str;
+}
+
+/// A stream's identity: the handle, plus the thread for the per-thread
+/// default stream (a different stream on every thread); both default-stream
+/// handles are one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct StreamKey {
+    raw: usize,
+    thread: Option<ThreadId>,
+}
+
+impl StreamKey {
+    pub(crate) fn of(stream: CudaStreamView) -> StreamKey {
+        if stream.is_per_thread_default() {
+            StreamKey {
+                raw: stream.as_raw(),
+                thread: Some(std::thread::current().id()),
+            }
+        } else if stream.is_default() {
+            StreamKey { raw: 0, thread: None }
+        } else {
+            StreamKey {
+                raw: stream.as_raw(),
+                thread: None,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventState {
+    /// No block of the list was used on the stream since the last device
+    /// synchronisation (or ever): nothing to wait for.
+    Clean,
+    /// The event covers every use so far.
+    Recorded,
+    /// Blocks were used without a recorded event (a lazy list, or a failed
+    /// record): whoever takes a block synchronises the device first.
+    Dirty,
+}
+
+#[derive(Debug)]
+struct StreamList<L> {
+    key: StreamKey,
+    stream: CudaStreamView,
+    event: usize,
+    state: EventState,
+    /// Record the event on every use (after another stream once took blocks).
+    eager: bool,
+    list: L,
+}
+
+/// Per-stream free lists over a [`Backing`]; callers hold one mutex around it.
+#[derive(Debug)]
+pub(crate) struct StreamOrdered<B: Backing> {
+    lists: Vec<StreamList<B::List>>,
+    /// The backing (upstream chunks, growth policy).
+    pub backing: B,
+    simulated: bool,
+    /// Blocks have moved between streams: new lists start eager.
+    shared: bool,
+}
+
+impl<B: Backing> StreamOrdered<B> {
+    /// A core without free blocks.
+    pub fn new(backing: B, simulated: bool) -> Self {
+        StreamOrdered {
+            lists: Vec::new(),
+            backing,
+            simulated,
+            shared: false,
+        }
+    }
+
+    fn index_of(&mut self, stream: CudaStreamView) -> usize {
+        let key = StreamKey::of(stream);
+        if let Some(i) = self.lists.iter().position(|l| l.key == key) {
+            return i;
+        }
+        self.lists.push(StreamList {
+            key,
+            stream,
+            event: 0,
+            state: EventState::Clean,
+            eager: self.shared,
+            list: B::List::default(),
+        });
+        self.lists.len() - 1
+    }
+
+    /// Adds free memory that no stream has used (the initial chunk).
+    pub fn add_fresh(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        let i = self.index_of(stream);
+        let backing = &self.backing;
+        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+            log::error!(
+                "{}: fresh block {addr:#x}+{size} overlaps a free block",
+                backing.name()
+            );
+        }
+    }
+
+    /// Allocates `size` bytes (a multiple of 256) in `stream` order.
+    pub fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
+        if size > self.backing.max_allocation() {
+            return Err(Error::OutOfMemory {
+                requested: size,
+                reason: format!(
+                    "{}: maximum allocation size exceeded ({} bytes)",
+                    self.backing.name(),
+                    self.backing.max_allocation()
+                ),
+            });
+        }
+        let own = self.index_of(stream);
+        if let Some(a) = self.lists[own].list.take(size) {
+            return Ok(a);
+        }
+        // Another stream's block, without merging lists.
+        for i in 0..self.lists.len() {
+            if i != own && self.lists[i].list.fits(size) {
+                self.make_safe_for(i, stream)?;
+                if let Some(a) = self.lists[i].list.take(size) {
+                    return Ok(a);
+                }
+            }
+        }
+        // Merge whole lists into this stream's, retrying after each.
+        for i in 0..self.lists.len() {
+            if i == own || self.lists[i].list.is_empty() {
+                continue;
+            }
+            self.make_safe_for(i, stream)?;
+            let mut other = std::mem::take(&mut self.lists[i].list);
+            let backing = &self.backing;
+            self.lists[own].list.absorb(&mut other, |a| backing.is_head(a));
+            self.mark_used(own);
+            if let Some(a) = self.lists[own].list.take(size) {
+                return Ok(a);
+            }
+        }
+        self.backing.grow(size, stream, &mut self.lists[own].list)?;
+        self.mark_used(own);
+        self.lists[own].list.take(size).ok_or_else(|| Error::OutOfMemory {
+            requested: size,
+            reason: format!("{}: grown memory does not hold the request", self.backing.name()),
+        })
+    }
+
+    /// Returns a block freed on `stream`; overlapping frees are logged and ignored.
+    pub fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        if !self.backing.contains(addr, size) {
+            log::error!(
+                "{}: free of {addr:#x} ({size} bytes), which it did not allocate; ignored",
+                self.backing.name()
+            );
+            return;
+        }
+        let i = self.index_of(stream);
+        let backing = &self.backing;
+        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+            log::error!(
+                "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
+                backing.name()
+            );
+            return;
+        }
+        self.mark_used(i);
+    }
+
+    /// Total free bytes over all streams.
+    pub fn free_bytes(&self) -> usize {
+        self.lists.iter().map(|l| l.list.free_bytes()).sum()
+    }
+
+    /// Calls `f` on every stream's list.
+    pub fn for_each_list(&mut self, mut f: impl FnMut(&mut B::List, &B)) {
+        for l in &mut self.lists {
+            f(&mut l.list, &self.backing);
+        }
+    }
+
+    /// Notes that list `i`'s blocks were used in its stream's order (a
+    /// free, a merge after waiting, new upstream memory): an eager list
+    /// records its event now, a lazy one becomes dirty.
+    fn mark_used(&mut self, i: usize) {
+        if self.simulated {
+            return;
+        }
+        let l = &mut self.lists[i];
+        if !l.eager {
+            l.state = EventState::Dirty;
+            return;
+        }
+        l.state = match record(l) {
+            Ok(()) => EventState::Recorded,
+            Err(e) => {
+                log::warn!(
+                    "event record on {:?} failed ({e}); takers of its blocks will synchronise the device",
+                    l.stream
+                );
+                EventState::Dirty
+            }
+        };
+    }
+
+    /// Orders `stream` after every use of list `i`'s blocks.
+    fn make_safe_for(&mut self, i: usize, stream: CudaStreamView) -> Result<()> {
+        if self.simulated {
+            return Ok(());
+        }
+        let l = &mut self.lists[i];
+        match l.state {
+            EventState::Clean => Ok(()),
+            EventState::Recorded => driver::stream_wait_event(stream.as_raw(), l.event),
+            EventState::Dirty => {
+                driver::device_synchronize()?;
+                // Every use of every list is complete: all start afresh, eager.
+                self.shared = true;
+                for l in &mut self.lists {
+                    l.state = EventState::Clean;
+                    l.eager = true;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Destroys the events (the lists' memory is the backing's to return).
+    pub fn destroy_events(&mut self) {
+        for l in &mut self.lists {
+            if l.event != 0 {
+                // SAFETY: the event was created by `record` and is used by no one else.
+                if let Err(e) = unsafe { driver::event_destroy(l.event) } {
+                    log::error!("cuEventDestroy failed: {e}");
+                }
+                l.event = 0;
+            }
+        }
+    }
+}
+
+fn record<L>(l: &mut StreamList<L>) -> Result<()> {
+    if l.event == 0 {
+        l.event = driver::event_create(false)?;
+    }
+    driver::event_record(l.event, l.stream.as_raw())
+}
