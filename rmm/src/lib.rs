@@ -9,6 +9,9 @@
 //! | A resource: stream-ordered `allocate` / `deallocate` | [`mr::MemoryResource`] |
 //! | Type-erased owning handle | [`mr::SharedResource`] |
 //! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
+//! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
+//! | Debug log through the `log` facade | [`logger`] |
+//! | Replaying a memory-event log | [`replay`], binary `rmm-replay` |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Streams | [`CudaStream`], [`CudaStreamView`], [`CudaStreamPool`] |
 //! | Devices | [`device`] |
@@ -30,8 +33,10 @@ pub mod align;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod logger;
 pub mod mr;
 mod ptr;
+pub mod replay;
 pub mod stream;
 pub mod testing;
 
