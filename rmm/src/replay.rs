@@ -192,43 +192,46 @@ pub struct ReplayReport {
 
 impl fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
         writeln!(
             f,
-            "events:            {} on {} thread(s)",
-            self.events, self.threads
+            "{:<24}{} on {} thread(s)",
+            "events:", self.events, self.threads
         )?;
-        writeln!(f, "time:              {:.3} ms", self.elapsed.as_secs_f64() * 1e3)?;
+        writeln!(f, "{:<24}{:.3} ms", "time:", self.elapsed.as_secs_f64() * 1e3)?;
         writeln!(
             f,
-            "peak:              {} bytes ({:.3} MiB)",
+            "{:<24}{} bytes ({:.3} MiB)",
+            "peak:",
             self.peak_bytes,
-            self.peak_bytes as f64 / (1u64 << 20) as f64
+            mib(self.peak_bytes)
         )?;
-        writeln!(f, "failed allocations: {}", self.failed_allocations)?;
-        writeln!(f, "logged failures:   {} (skipped)", self.logged_failures)?;
-        writeln!(f, "unmatched frees:   {}", self.unmatched_frees)?;
+        writeln!(f, "{:<24}{}", "failed allocations:", self.failed_allocations)?;
+        writeln!(f, "{:<24}{} (skipped)", "logged failures:", self.logged_failures)?;
+        writeln!(f, "{:<24}{}", "unmatched frees:", self.unmatched_frees)?;
         writeln!(
             f,
-            "leaks in the log:  {} allocation(s), {} bytes",
-            self.leaked_allocations, self.leaked_bytes
+            "{:<24}{} allocation(s), {} bytes",
+            "leaks in the log:", self.leaked_allocations, self.leaked_bytes
         )?;
         if self.non_default_streams > 0 {
             writeln!(
                 f,
-                "non-default streams: {} event(s) replayed on the default stream",
-                self.non_default_streams
+                "{:<24}{} event(s), replayed on the default stream",
+                "non-default streams:", self.non_default_streams
             )?;
         }
         match &self.free_blocks_at_peak {
             Some(s) => write!(
                 f,
-                "fragmentation at peak: {:.2}% (largest free block {} of {} free bytes in {} block(s))",
+                "{:<24}{:.2}% (largest free block {} of {} free bytes in {} block(s))",
+                "fragmentation at peak:",
                 s.fragmentation() * 100.0,
                 s.largest_free_block,
                 s.free_bytes,
                 s.free_blocks
             ),
-            None => write!(f, "fragmentation at peak: n/a"),
+            None => write!(f, "{:<24}n/a", "fragmentation at peak:"),
         }
     }
 }
@@ -243,6 +246,20 @@ struct Shared {
     at_peak: Option<FreeBlockStats>,
     failed: usize,
     unmatched: usize,
+    /// Set when a replay thread panicked, so that the others stop waiting.
+    aborted: bool,
+}
+
+/// Marks the replay aborted when a replay thread unwinds.
+struct AbortOnPanic<'a>(&'a Mutex<Shared>, &'a Condvar);
+
+impl Drop for AbortOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).aborted = true;
+            self.1.notify_all();
+        }
+    }
 }
 
 /// Replays `events` against `mr` (see the module docs).
@@ -250,6 +267,10 @@ struct Shared {
 /// A log that is inconsistent (a free of a pointer that was never
 /// allocated, or whose allocation failed here) is replayed as far as it
 /// makes sense; the report counts what was skipped.
+///
+/// # Panics
+/// When the resource panics on a replay thread (the other threads stop and
+/// the panic is passed on).
 pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
     let mut per_thread: BTreeMap<usize, Vec<(usize, Event)>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
@@ -263,6 +284,7 @@ pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
         at_peak: None,
         failed: 0,
         unmatched: 0,
+        aborted: false,
     });
     let turn = Condvar::new();
     let start = Instant::now();
@@ -270,12 +292,17 @@ pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
         for mine in per_thread.values() {
             let (shared, turn) = (&shared, &turn);
             scope.spawn(move || {
+                let _abort = AbortOnPanic(shared, turn);
                 for &(index, e) in mine {
-                    let mut s = turn
-                        .wait_while(shared.lock().unwrap_or_else(|e| e.into_inner()), |s| {
-                            s.next != index
-                        })
-                        .unwrap_or_else(|e| e.into_inner());
+                    // A poisoned lock only means another replay thread
+                    // panicked; `aborted` says so, so go on with the data.
+                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    while s.next != index && !s.aborted {
+                        s = turn.wait(s).unwrap_or_else(|e| e.into_inner());
+                    }
+                    if s.aborted {
+                        return;
+                    }
                     apply(&mut s, &e, mr);
                     s.next += 1;
                     drop(s);

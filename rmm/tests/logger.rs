@@ -2,7 +2,7 @@
 //! has one `log` logger): file output, line format, level filtering, and
 //! adaptor failures reported at error level.
 
-use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource};
+use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource, TrackingAdaptor};
 
 #[test]
 fn debug_log_file_format_and_levels() {
@@ -19,10 +19,15 @@ fn debug_log_file_format_and_levels() {
     assert!(mr.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).is_err());
     rmm::logger::set_level(log::LevelFilter::Debug);
     log::debug!("visible at debug");
+    let tracked = TrackingAdaptor::new(SimulatedMemoryResource::new(1 << 30), false);
+    let p = tracked.allocate(1234, 256, rmm::CudaStreamView::DEFAULT).unwrap();
+    tracked.log_outstanding_allocations();
+    // SAFETY: p came from `tracked` with these arguments.
+    unsafe { tracked.deallocate(p, 1234, 256, rmm::CudaStreamView::DEFAULT) };
 
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     let me = rmm::logger::thread_id();
     assert!(lines[0].starts_with(&format!("[{me:>6}][")), "{}", lines[0]);
     assert!(
@@ -43,5 +48,11 @@ fn debug_log_file_format_and_levels() {
         lines[1]
     );
     assert!(lines[2].ends_with("][debug ] visible at debug"), "{}", lines[2]);
+    assert!(
+        lines[3].ends_with("][debug ] Outstanding allocations: 1 (1234 bytes)"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(lines[4], format!("{p}: 1234 bytes"));
     std::fs::remove_file(&path).unwrap();
 }

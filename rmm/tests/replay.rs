@@ -87,7 +87,7 @@ fn round_trip_single_thread_same_peak() {
     assert_eq!(report.leaked_bytes, leaked.iter().map(|&(_, b)| b).sum::<usize>());
     assert_eq!(replayed.allocated_bytes(), 0, "leaks are freed after the replay");
     assert_eq!(report.free_blocks_at_peak, None);
-    assert!(report.to_string().contains("fragmentation at peak: n/a"));
+    assert!(report.to_string().contains("fragmentation at peak:  n/a"));
     for (p, b) in leaked {
         // SAFETY: p came from mr with these arguments.
         unsafe { mr.deallocate(p, b, 256, S) };
@@ -284,7 +284,7 @@ fn fragmentation_at_peak() {
         })
     );
     assert!(
-        report.to_string().contains("fragmentation at peak: 20.00%"),
+        report.to_string().contains("fragmentation at peak:  20.00%"),
         "{report}"
     );
     // Leaked blocks (B and D) were freed: everything coalesced again.
@@ -312,11 +312,14 @@ fn replay_binary_runs_the_fixture() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("events:            10 on 3 thread(s)"),
+        stdout.contains("events:                 10 on 3 thread(s)"),
         "{stdout}"
     );
-    assert!(stdout.contains("peak:              2004608 bytes"), "{stdout}");
-    assert!(stdout.contains("fragmentation at peak: n/a"), "{stdout}");
+    assert!(
+        stdout.contains("peak:                   2004608 bytes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fragmentation at peak:  n/a"), "{stdout}");
 
     let bad = std::process::Command::new(env!("CARGO_BIN_EXE_rmm-replay"))
         .args(["--file", fixture().to_str().unwrap(), "--resource", "nope"])
@@ -342,4 +345,43 @@ fn gpu_replay_of_the_fixture_over_cuda_resources() {
         assert_eq!(report.failed_allocations, 0, "{name}");
         assert_eq!(report.leaked_allocations, 1, "{name}");
     }
+}
+
+/// A resource that panics on its third allocation.
+#[derive(Debug, Clone)]
+struct PanicsOnThird(SimulatedMemoryResource, Arc<Mutex<usize>>);
+
+impl MemoryResource for PanicsOnThird {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> rmm::Result<DevicePtr> {
+        let n = {
+            let mut n = self.1.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        assert!(n != 3, "deliberate panic in the resource");
+        self.0.allocate(bytes, alignment, stream)
+    }
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.deallocate(ptr, bytes, alignment, stream) }
+    }
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<Self>()
+            .is_some_and(|o| Arc::ptr_eq(&o.1, &self.1))
+    }
+    fn is_simulated(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn a_panicking_resource_does_not_hang_the_replay() {
+    let events = read_log(&fixture());
+    let mr = PanicsOnThird(SimulatedMemoryResource::new(common::GIB), Arc::default());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay(&events, &mr)));
+    assert!(r.is_err(), "the panic is passed on");
 }

@@ -1,4 +1,4 @@
-//! Resource adaptors: each wraps an upstream [`MemoryResource`] and adds one
+//! Resource adaptors: each wraps an upstream [`MemoryResource`](super::MemoryResource) and adds one
 //! behaviour (RMM's `*_resource_adaptor`s).
 //!
 //! | Adaptor | Adds |

@@ -134,7 +134,7 @@ impl<U: MemoryResource> TrackingAdaptor<U> {
     /// to the debug log (`log::debug!`).
     pub fn log_outstanding_allocations(&self) {
         if log::log_enabled!(log::Level::Debug) {
-            log::debug!("{}", self.outstanding_allocations_str());
+            log::debug!("{}", self.outstanding_allocations_str().trim_end());
         }
     }
 }
