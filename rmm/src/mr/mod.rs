@@ -50,8 +50,8 @@ mod pinned;
 mod simulated;
 
 pub use adaptors::{
-    AlignedAdaptor, AllocationInfo, Counter, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor,
-    PrefetchAdaptor, StatisticsAdaptor, ThreadSafeAdaptor, TrackingAdaptor,
+    AlignedAdaptor, AllocationInfo, Counter, FailureCallback, FailureCallbackAdaptor, LimitingAdaptor,
+    LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, ThreadSafeAdaptor, TrackingAdaptor,
 };
 pub use callback::{AllocateCallback, CallbackMemoryResource, DeallocateCallback};
 pub use cuda::CudaMemoryResource;

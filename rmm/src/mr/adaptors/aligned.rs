@@ -23,7 +23,10 @@ use crate::stream::CudaStreamView;
 /// When the effective alignment `a` is above 256 it asks the upstream for
 /// `align_up(bytes, a) + (a - 256)` bytes, returns the first `a`-aligned
 /// address inside and remembers, under a mutex, which upstream pointer it
-/// came from; otherwise the call passes straight through.
+/// came from; otherwise the call passes straight through. Thread safe when
+/// the upstream is (the map has its own lock, never held across an upstream
+/// call). A free of an aligned pointer it does not know is logged at error
+/// level and not passed upstream.
 ///
 /// ```
 /// use rmm::mr::{AlignedAdaptor, MemoryResource, SimulatedMemoryResource};

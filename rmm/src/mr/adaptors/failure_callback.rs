@@ -21,7 +21,8 @@ pub type FailureCallback = dyn Fn(usize) -> bool + Send + Sync;
 /// callback; other errors are returned at once. When the callback gives up,
 /// the last out-of-memory error is returned. The callback runs on the
 /// allocating thread with no lock held, so it may free memory through this
-/// very adaptor.
+/// very adaptor. Thread safe when the upstream and the callback are; several
+/// threads may be inside the callback at once.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};

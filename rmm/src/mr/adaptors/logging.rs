@@ -38,7 +38,7 @@ const LOG_FILE_VAR: &str = "RMM_LOG_FILE";
 ///
 /// Overhead is small: the line is formatted without any lock, then only the
 /// buffered writer is locked to append it; no lock is held across an
-/// upstream call. Lines reach the sink on [`flush`](Self::flush), when the
+/// upstream call; it is thread safe when the upstream is. Lines reach the sink on [`flush`](Self::flush), when the
 /// buffer fills, when the last clone is dropped, or after every line with
 /// `auto_flush`. Write errors are logged (once) and counted, never returned
 /// from `allocate`.

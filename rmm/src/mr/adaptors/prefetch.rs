@@ -22,6 +22,7 @@ const CUDA_ERROR_INVALID_VALUE: u32 = 1;
 /// managed access and for simulated upstreams, the driver's "invalid value"
 /// answer for memory that is not managed is ignored, and any other prefetch
 /// failure is logged at error level while the allocation still succeeds.
+/// Thread safe when the upstream is.
 ///
 /// ```no_run
 /// use rmm::mr::{ManagedMemoryResource, MemoryResource, PrefetchAdaptor};
