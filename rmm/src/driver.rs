@@ -621,6 +621,23 @@ pub fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: i32, stream: usi
     ))
 }
 
+/// The device that `[ptr, ptr + bytes)` of managed memory was last
+/// prefetched to (`CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION`): a device
+/// ordinal, `-1` (`CU_DEVICE_CPU`) for the host, `-2` when never prefetched
+/// or prefetched to different places.
+pub fn mem_range_last_prefetch_location(ptr: DevicePtr, bytes: usize) -> Result<i32> {
+    ensure_context()?;
+    let mut location: i32 = -2;
+    call!(cuMemRangeGetAttribute(
+        (&mut location as *mut i32).cast(),
+        std::mem::size_of::<i32>(),
+        cu::CUmem_range_attribute::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+        ptr.addr(),
+        bytes
+    ))?;
+    Ok(location)
+}
+
 /// What the driver knows about an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointerKind {

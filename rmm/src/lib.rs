@@ -9,6 +9,9 @@
 //! | A resource: stream-ordered `allocate` / `deallocate` | [`mr::MemoryResource`] |
 //! | Type-erased owning handle | [`mr::SharedResource`] |
 //! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
+//! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
+//! | Debug log through the `log` facade | [`logger`] |
+//! | Replaying a memory-event log | [`replay`], binary `rmm-replay` |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Streams | [`CudaStream`], [`CudaStreamView`], [`CudaStreamPool`] |
@@ -32,9 +35,11 @@ pub mod buffer;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod logger;
 pub mod mr;
 pub mod peer;
 mod ptr;
+pub mod replay;
 pub mod scalar;
 pub mod span;
 pub mod stream;

@@ -17,6 +17,11 @@
 //! | [`ArenaMemoryResource`] | one upstream allocation | per-thread / per-stream arenas of superblocks |
 //! | [`VirtualPoolMemoryResource`] | device, `cuMemCreate` + `cuMemMap` | one contiguous range that grows; `release_unused` |
 //!
+//! Adaptors wrap an upstream resource and add one behaviour each; they stack
+//! (see [`adaptors`]): [`AlignedAdaptor`], [`FailureCallbackAdaptor`],
+//! [`LimitingAdaptor`], [`LoggingAdaptor`], [`PrefetchAdaptor`],
+//! [`StatisticsAdaptor`], [`ThreadSafeAdaptor`], [`TrackingAdaptor`].
+//!
 //! Every resource is cheap to clone (clones share state and compare equal)
 //! and is `Send + Sync`: all of them may be used from many threads at once.
 //!
@@ -40,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
+pub mod adaptors;
 mod arena;
 mod arena_book;
 mod binning;
@@ -56,6 +62,10 @@ mod simulated;
 mod stream_ordered;
 mod vm_pool;
 
+pub use adaptors::{
+    AlignedAdaptor, AllocationInfo, Counter, FailureCallback, FailureCallbackAdaptor, LimitingAdaptor,
+    LoggingAdaptor, PrefetchAdaptor, StatisticsAdaptor, ThreadSafeAdaptor, TrackingAdaptor,
+};
 pub use arena::{ArenaMemoryResource, ArenaOptions};
 pub use binning::BinningMemoryResource;
 pub use callback::{AllocateCallback, CallbackMemoryResource, DeallocateCallback};
@@ -152,8 +162,46 @@ pub trait MemoryResource: Send + Sync + fmt::Debug + Any {
         false
     }
 
+    /// The free memory this resource holds for reuse, for fragmentation
+    /// reports (e.g. by [`crate::replay`]). Sub-allocators that keep free
+    /// blocks report them; the default, `None`, means "not known".
+    fn free_block_stats(&self) -> Option<FreeBlockStats> {
+        None
+    }
+
     /// `self` as `Any`, for [`is_equal`](Self::is_equal) implementations.
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Free memory held by a sub-allocator, as reported by
+/// [`MemoryResource::free_block_stats`].
+///
+/// ```
+/// use rmm::mr::FreeBlockStats;
+/// let s = FreeBlockStats { free_bytes: 1000, largest_free_block: 250, free_blocks: 4 };
+/// assert!((s.fragmentation() - 0.75).abs() < 1e-12);
+/// assert_eq!(FreeBlockStats::default().fragmentation(), 0.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FreeBlockStats {
+    /// Bytes held free, in all blocks.
+    pub free_bytes: usize,
+    /// Size of the largest free block.
+    pub largest_free_block: usize,
+    /// Number of free blocks.
+    pub free_blocks: usize,
+}
+
+impl FreeBlockStats {
+    /// `1 - largest_free_block / free_bytes`: 0 when all free memory is one
+    /// block (or there is none), close to 1 when it is scattered.
+    pub fn fragmentation(&self) -> f64 {
+        if self.free_bytes == 0 {
+            0.0
+        } else {
+            1.0 - self.largest_free_block as f64 / self.free_bytes as f64
+        }
+    }
 }
 
 impl dyn MemoryResource {
@@ -247,6 +295,9 @@ impl MemoryResource for SharedResource {
     }
     fn is_simulated(&self) -> bool {
         self.0.is_simulated()
+    }
+    fn free_block_stats(&self) -> Option<FreeBlockStats> {
+        self.0.free_block_stats()
     }
     fn as_any(&self) -> &dyn Any {
         self

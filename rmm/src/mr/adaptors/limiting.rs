@@ -1,0 +1,140 @@
+//! [`LimitingAdaptor`]: caps the bytes outstanding.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
+use crate::error::{Error, Result};
+use crate::mr::{MemoryResource, SharedResource};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Fails allocations that would take the outstanding bytes over a limit
+/// (RMM's `limiting_resource_adaptor`).
+///
+/// Each allocation counts `align_up(bytes, 256)`. The count is an atomic that
+/// is reserved before the upstream call and rolled back when the upstream
+/// fails, so concurrent allocations never overshoot the limit. Over the limit
+/// the allocation fails with [`Error::OutOfMemory`] ("exceeded memory limit")
+/// without calling the upstream. Thread safe when the upstream is.
+///
+/// ```
+/// use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource};
+/// use rmm::CudaStreamView;
+/// let mr = LimitingAdaptor::new(SimulatedMemoryResource::new(1 << 30), 4096);
+/// let p = mr.allocate(1000, 256, CudaStreamView::DEFAULT)?;
+/// assert_eq!(mr.allocated_bytes(), 1024);
+/// let e = mr.allocate(4000, 256, CudaStreamView::DEFAULT).unwrap_err();
+/// assert!(e.is_out_of_memory() && e.to_string().contains("exceeded memory limit"));
+/// unsafe { mr.deallocate(p, 1000, 256, CudaStreamView::DEFAULT) };
+/// assert_eq!(mr.allocated_bytes(), 0);
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct LimitingAdaptor<U: MemoryResource = SharedResource> {
+    inner: Arc<Inner<U>>,
+}
+
+#[derive(Debug)]
+struct Inner<U> {
+    upstream: U,
+    limit: usize,
+    allocated: AtomicUsize,
+}
+
+impl<U: MemoryResource> Clone for LimitingAdaptor<U> {
+    fn clone(&self) -> Self {
+        LimitingAdaptor {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<U: MemoryResource> LimitingAdaptor<U> {
+    /// Limits `upstream` to `allocation_limit` outstanding bytes.
+    pub fn new(upstream: U, allocation_limit: usize) -> Self {
+        LimitingAdaptor {
+            inner: Arc::new(Inner {
+                upstream,
+                limit: allocation_limit,
+                allocated: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The upstream resource.
+    pub fn upstream(&self) -> &U {
+        &self.inner.upstream
+    }
+
+    /// Bytes outstanding (each allocation rounded up to 256).
+    pub fn allocated_bytes(&self) -> usize {
+        self.inner.allocated.load(Ordering::Acquire)
+    }
+
+    /// The limit in bytes.
+    pub fn allocation_limit(&self) -> usize {
+        self.inner.limit
+    }
+}
+
+fn counted(bytes: usize) -> Option<usize> {
+    align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
+}
+
+impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        let limit = self.inner.limit;
+        let over = |current: usize| {
+            let e = Error::OutOfMemory {
+                requested: bytes,
+                reason: format!(
+                    "LimitingAdaptor: exceeded memory limit of {limit} bytes ({current} bytes allocated)"
+                ),
+            };
+            log::error!("{e}");
+            e
+        };
+        let Some(size) = counted(bytes) else {
+            return Err(over(self.allocated_bytes()));
+        };
+        let reserved = self
+            .inner
+            .allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                cur.checked_add(size).filter(|&n| n <= limit)
+            });
+        if let Err(current) = reserved {
+            return Err(over(current));
+        }
+        match self.inner.upstream.allocate(bytes, alignment, stream) {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                self.inner.allocated.fetch_sub(size, Ordering::AcqRel);
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
+        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
+        let size = counted(bytes).unwrap_or(0);
+        let result = self
+            .inner
+            .allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_sub(size));
+        if result.is_err() {
+            log::error!("LimitingAdaptor: free of {ptr} ({bytes} bytes) exceeds the bytes allocated");
+            self.inner.allocated.store(0, Ordering::Release);
+        }
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<Self>()
+            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
+    }
+
+    forward_upstream_properties!();
+}

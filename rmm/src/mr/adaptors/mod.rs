@@ -1,0 +1,84 @@
+//! Resource adaptors: each wraps an upstream [`MemoryResource`](super::MemoryResource) and adds one
+//! behaviour (RMM's `*_resource_adaptor`s).
+//!
+//! | Adaptor | Adds |
+//! |---|---|
+//! | [`AlignedAdaptor`] | alignments above 256 bytes (over-allocates and aligns up) |
+//! | [`FailureCallbackAdaptor`] | a callback on out-of-memory that may free memory and ask for a retry |
+//! | [`LimitingAdaptor`] | a cap on the bytes outstanding |
+//! | [`LoggingAdaptor`] | a CSV log of every allocation and free (RMM's format; see [`crate::replay`]) |
+//! | [`PrefetchAdaptor`] | prefetch of managed memory to the current device after allocation |
+//! | [`StatisticsAdaptor`] | byte and allocation counters with nested scopes |
+//! | [`ThreadSafeAdaptor`] | a mutex around the upstream |
+//! | [`TrackingAdaptor`] | the map of outstanding allocations, optionally with backtraces |
+//!
+//! Every adaptor is generic over its upstream `U` (by default the type-erased
+//! [`SharedResource`](super::SharedResource)), owns it, gives it back through
+//! `upstream()`, is cheap to clone (clones share state and compare equal), is
+//! `Send + Sync`, and reports the upstream's device, accessibility and
+//! simulation status. Adaptors stack:
+//!
+//! ```
+//! use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource, StatisticsAdaptor, TrackingAdaptor};
+//! use rmm::CudaStreamView;
+//! let sim = SimulatedMemoryResource::new(1 << 30);
+//! let mr = StatisticsAdaptor::new(TrackingAdaptor::new(LimitingAdaptor::new(sim, 1 << 20), false));
+//! let p = mr.allocate(1000, 256, CudaStreamView::DEFAULT)?;
+//! assert_eq!(mr.upstream().allocated_bytes(), 1000);
+//! assert_eq!(mr.upstream().upstream().allocated_bytes(), 1024);
+//! assert!(mr.allocate(1 << 20, 256, CudaStreamView::DEFAULT).unwrap_err().is_out_of_memory());
+//! unsafe { mr.deallocate(p, 1000, 256, CudaStreamView::DEFAULT) };
+//! assert_eq!(mr.bytes_counter().peak, 1000);
+//! # Ok::<(), rmm::Error>(())
+//! ```
+
+/// The `MemoryResource` methods every adaptor forwards to its upstream:
+/// accessibility, device, simulation status, free-block stats and `as_any`.
+macro_rules! forward_upstream_properties {
+    () => {
+        fn is_device_accessible(&self) -> bool {
+            self.upstream().is_device_accessible()
+        }
+        fn is_host_accessible(&self) -> bool {
+            self.upstream().is_host_accessible()
+        }
+        fn device(&self) -> Option<$crate::device::DeviceId> {
+            self.upstream().device()
+        }
+        fn is_simulated(&self) -> bool {
+            self.upstream().is_simulated()
+        }
+        fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
+            self.upstream().free_block_stats()
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    };
+}
+
+mod aligned;
+mod failure_callback;
+mod limiting;
+mod logging;
+mod prefetch;
+mod statistics;
+mod thread_safe;
+mod tracking;
+
+pub use aligned::AlignedAdaptor;
+pub use failure_callback::{FailureCallback, FailureCallbackAdaptor};
+pub use limiting::LimitingAdaptor;
+pub use logging::LoggingAdaptor;
+pub use prefetch::PrefetchAdaptor;
+pub use statistics::{Counter, StatisticsAdaptor};
+pub use thread_safe::ThreadSafeAdaptor;
+pub use tracking::{AllocationInfo, TrackingAdaptor};
+
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks a mutex, ignoring poisoning: adaptor state stays consistent because
+/// no adaptor panics while holding a lock.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

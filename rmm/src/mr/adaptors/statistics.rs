@@ -1,0 +1,230 @@
+//! [`StatisticsAdaptor`]: byte and allocation counters with nested scopes.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::error::{Error, Result};
+use crate::mr::{MemoryResource, SharedResource};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// A counter: its current value, the highest value seen and the sum of all
+/// increments (RMM's `statistics_resource_adaptor::counter`).
+///
+/// Values are signed: inside a nested scope (see
+/// [`StatisticsAdaptor::push_counters`]) freeing memory allocated before the
+/// scope makes the scope's value negative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counter {
+    /// Current value.
+    pub value: i64,
+    /// Highest `value` seen.
+    pub peak: i64,
+    /// Sum of all increments.
+    pub total: i64,
+}
+
+impl Counter {
+    fn add(&mut self, n: i64) {
+        self.value += n;
+        self.total += n;
+        self.peak = self.peak.max(self.value);
+    }
+
+    fn sub(&mut self, n: i64) {
+        self.value -= n;
+    }
+
+    /// Folds a finished child scope into this one.
+    fn merge_child(&mut self, child: &Counter) {
+        self.peak = self.peak.max(self.value + child.peak);
+        self.value += child.value;
+        self.total += child.total;
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Level {
+    bytes: Counter,
+    allocations: Counter,
+}
+
+/// Counts the bytes and allocations that go through it (RMM's
+/// `statistics_resource_adaptor`): current, peak and total of each, for the
+/// *requested* sizes. Zero-byte allocations (null pointers) are not counted.
+///
+/// The counters form a stack: [`push_counters`](Self::push_counters) starts
+/// a zeroed scope, [`pop_counters`](Self::pop_counters) ends it and merges it
+/// into the scope below (value and total add up; the outer peak becomes
+/// `max(peak, value + inner.peak)`). Thread safe; counters are updated under
+/// a lock after the upstream call, which is never made with the lock held.
+///
+/// ```
+/// use rmm::mr::{MemoryResource, SimulatedMemoryResource, StatisticsAdaptor};
+/// use rmm::CudaStreamView;
+/// let mr = StatisticsAdaptor::new(SimulatedMemoryResource::new(1 << 30));
+/// let a = mr.allocate(1000, 256, CudaStreamView::DEFAULT)?;
+/// mr.push_counters();
+/// let b = mr.allocate(500, 256, CudaStreamView::DEFAULT)?;
+/// assert_eq!(mr.bytes_counter().value, 500);
+/// unsafe { mr.deallocate(b, 500, 256, CudaStreamView::DEFAULT) };
+/// let (inner_bytes, _) = mr.pop_counters()?;
+/// assert_eq!(inner_bytes.peak, 500);
+/// assert_eq!(mr.bytes_counter().peak, 1500);
+/// unsafe { mr.deallocate(a, 1000, 256, CudaStreamView::DEFAULT) };
+/// assert_eq!(mr.allocations_counter().total, 2);
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct StatisticsAdaptor<U: MemoryResource = SharedResource> {
+    inner: Arc<Inner<U>>,
+}
+
+#[derive(Debug)]
+struct Inner<U> {
+    upstream: U,
+    stack: RwLock<Vec<Level>>,
+}
+
+impl<U: MemoryResource> Clone for StatisticsAdaptor<U> {
+    fn clone(&self) -> Self {
+        StatisticsAdaptor {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<U: MemoryResource> StatisticsAdaptor<U> {
+    /// Counts what goes through to `upstream`.
+    pub fn new(upstream: U) -> Self {
+        StatisticsAdaptor {
+            inner: Arc::new(Inner {
+                upstream,
+                stack: RwLock::new(vec![Level::default()]),
+            }),
+        }
+    }
+
+    /// The upstream resource.
+    pub fn upstream(&self) -> &U {
+        &self.inner.upstream
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<Level>> {
+        self.inner.stack.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<Level>> {
+        self.inner.stack.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn top(&self) -> Level {
+        // The stack always holds at least the outermost level.
+        self.read().last().copied().unwrap_or_default()
+    }
+
+    /// The byte counter of the current scope.
+    pub fn bytes_counter(&self) -> Counter {
+        self.top().bytes
+    }
+
+    /// The allocation counter of the current scope.
+    pub fn allocations_counter(&self) -> Counter {
+        self.top().allocations
+    }
+
+    /// Starts a nested scope with zeroed counters and returns the
+    /// `(bytes, allocations)` counters of the scope it covers.
+    pub fn push_counters(&self) -> (Counter, Counter) {
+        let mut stack = self.write();
+        let top = stack.last().copied().unwrap_or_default();
+        stack.push(Level::default());
+        (top.bytes, top.allocations)
+    }
+
+    /// Ends the current scope, merges it into the one below and returns its
+    /// `(bytes, allocations)` counters.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when no scope was pushed.
+    pub fn pop_counters(&self) -> Result<(Counter, Counter)> {
+        let mut stack = self.write();
+        if stack.len() < 2 {
+            return Err(Error::OutOfRange(
+                "StatisticsAdaptor::pop_counters: no counters were pushed".into(),
+            ));
+        }
+        let child = stack.pop().unwrap_or_default();
+        if let Some(parent) = stack.last_mut() {
+            parent.bytes.merge_child(&child.bytes);
+            parent.allocations.merge_child(&child.allocations);
+        }
+        Ok((child.bytes, child.allocations))
+    }
+
+    /// Number of nested scopes pushed and not popped.
+    pub fn depth(&self) -> usize {
+        self.read().len() - 1
+    }
+}
+
+impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
+        if p.is_null() {
+            return Ok(p);
+        }
+        if let Some(top) = self.write().last_mut() {
+            top.bytes.add(bytes as i64);
+            top.allocations.add(1);
+        }
+        Ok(p)
+    }
+
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
+        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
+        if ptr.is_null() {
+            return;
+        }
+        if let Some(top) = self.write().last_mut() {
+            top.bytes.sub(bytes as i64);
+            top.allocations.sub(1);
+        }
+    }
+
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        other
+            .downcast_ref::<Self>()
+            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
+    }
+
+    forward_upstream_properties!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counter;
+
+    #[test]
+    fn merge_follows_rmm() {
+        let mut parent = Counter {
+            value: 100,
+            peak: 150,
+            total: 300,
+        };
+        let child = Counter {
+            value: -20,
+            peak: 80,
+            total: 90,
+        };
+        parent.merge_child(&child);
+        assert_eq!(
+            parent,
+            Counter {
+                value: 80,
+                peak: 180,
+                total: 390
+            }
+        );
+    }
+}
