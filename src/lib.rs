@@ -11,10 +11,12 @@
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
+//! | [`report`] | benchmark charts and memory timelines (CPU only; the `rmm-report` binary) |
 
 pub mod copy;
 pub mod fill;
 pub mod kernels;
+pub mod report;
 
 pub use rmm;
 
