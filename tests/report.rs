@@ -9,7 +9,7 @@ use rmm_suite::report::charts::{
     alloc_points, alloc_ratios, kernel_ratios, write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY,
 };
 use rmm_suite::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog, Action};
-use rmm_suite::report::timeline::{render_svg, ColorBy, Timeline, TimelineOptions, XAxis};
+use rmm_suite::report::timeline::{render_svg, AddressMap, ColorBy, Timeline, TimelineOptions, XAxis};
 use rmm_suite::report::ReportError;
 
 /// A fresh, empty folder under the system temp folder, removed on drop.
@@ -508,6 +508,29 @@ fn timeline_svg_has_both_panels() {
     }
     assert_eq!((info.allocations, info.rects_drawn, info.merged), (4, 4, 0));
     assert_eq!(info.x_axis, XAxis::Time);
+}
+
+#[test]
+fn far_apart_mappings_are_collapsed_on_the_address_axis() {
+    let text = "Thread,Time,Action,Pointer,Size,Stream\n\
+        1,10:00:00.0,allocate,0x1000,100,0x0\n\
+        1,10:00:00.1,allocate,0x1064,60,0x0\n\
+        1,10:00:00.2,allocate,0x1000000000,40,0x0\n";
+    let tl = Timeline::from_events(&parse_memlog(text, "far.log").unwrap().rows);
+    // Used: 160 + 40 = 200 bytes; the gap is far larger, so it becomes a band of 2% of 200.
+    let map = AddressMap::new(&tl.allocations, true);
+    assert_eq!(map.collapsed, 1);
+    assert_eq!(
+        (map.offset(0x1000), map.offset(0x1064), map.offset(0x10_0000_0000)),
+        (0.0, 100.0, 164.0)
+    );
+    assert_eq!(map.total, 204.0);
+    let full = AddressMap::new(&tl.allocations, false);
+    assert_eq!(full.collapsed, 0);
+    assert_eq!(full.total, (0x10_0000_0000u64 + 40 - 0x1000) as f64);
+    let (svg, info) = render_svg(&tl, &TimelineOptions::default()).unwrap();
+    assert_eq!(info.collapsed_gaps, 1);
+    assert!(svg.contains("1 unused address gap(s) collapsed"));
 }
 
 fn report_binary() -> Command {

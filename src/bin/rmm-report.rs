@@ -3,7 +3,7 @@
 //! ```text
 //! rmm-report charts --alloc <csv>... [--kernels <csv>...] --out <dir>
 //! rmm-report timeline --log <csv> --out <file.svg> [--x time|index] [--color size|thread]
-//!                     [--width PX] [--height PX] [--max-rects N]
+//!                     [--width PX] [--height PX] [--max-rects N] [--full-span]
 //! ```
 
 use std::path::PathBuf;
@@ -23,9 +23,10 @@ usage:
       --alloc / --kernels. Writes alloc_ns_per_op.svg, alloc_ratio_to_rmm.svg,
       kernel_throughput.svg and summary.md into <dir>.
   rmm-report timeline --log <csv> --out <file.svg> [--x time|index] [--color size|thread]
-                      [--width PX] [--height PX] [--max-rects N]
+                      [--width PX] [--height PX] [--max-rects N] [--full-span]
       A memory-event log (Thread,Time,Action,Pointer,Size,Stream, as RMM's logging adaptor
-      writes it): bytes in use over time and the address space, one rectangle per allocation.";
+      writes it): bytes in use over time and the address space, one rectangle per allocation.
+      Address gaps larger than all memory ever allocated are collapsed unless --full-span.";
 
 /// A usage error (exit code 2) or a failure while working (exit code 1).
 enum Failure {
@@ -83,6 +84,15 @@ impl Flags {
             [(_, v)] if v.len() == 1 => Ok(Some(v[0].clone())),
             [(_, v)] if v.is_empty() => Err(Failure::Usage(format!("--{name} needs a value"))),
             _ => Err(Failure::Usage(format!("--{name} takes exactly one value"))),
+        }
+    }
+
+    /// Whether the value-less flag `name` was given.
+    fn switch(&self, name: &str) -> Result<bool, Failure> {
+        match self.values.iter().find(|(n, _)| n == name) {
+            None => Ok(false),
+            Some((_, v)) if v.is_empty() => Ok(true),
+            Some(_) => Err(Failure::Usage(format!("--{name} takes no value"))),
         }
     }
 
@@ -154,7 +164,16 @@ fn charts(args: &[String]) -> Result<(), Failure> {
 fn timeline(args: &[String]) -> Result<(), Failure> {
     let flags = Flags::parse(
         args,
-        &["log", "out", "x", "color", "width", "height", "max-rects"],
+        &[
+            "log",
+            "out",
+            "x",
+            "color",
+            "width",
+            "height",
+            "max-rects",
+            "full-span",
+        ],
     )?;
     let log = flags
         .one("log")?
@@ -187,11 +206,12 @@ fn timeline(args: &[String]) -> Result<(), Failure> {
         }
     };
     if let Some(w) = flags.number("width")? {
-        opts.width = u32::try_from(w).unwrap_or(u32::MAX).clamp(300, 10_000);
+        opts.width = u32::try_from(w).unwrap_or(u32::MAX).clamp(300, 6000);
     }
     if let Some(h) = flags.number("height")? {
-        opts.height = u32::try_from(h).unwrap_or(u32::MAX).clamp(300, 10_000);
+        opts.height = u32::try_from(h).unwrap_or(u32::MAX).clamp(300, 6000);
     }
+    opts.collapse_gaps = !flags.switch("full-span")?;
     if let Some(m) = flags.number("max-rects")? {
         opts.max_rects = usize::try_from(m).unwrap_or(usize::MAX).max(1);
     }
@@ -228,6 +248,12 @@ fn timeline(args: &[String]) -> Result<(), Failure> {
         );
     }
     println!("{stats}");
+    if info.collapsed_gaps > 0 {
+        println!(
+            "collapsed {} unused address gap(s) larger than all memory ever allocated (--full-span keeps them)",
+            info.collapsed_gaps
+        );
+    }
     if !tl.unknown_frees.is_empty() {
         let shown: Vec<String> = tl.unknown_frees.iter().take(10).map(|l| l.to_string()).collect();
         println!(

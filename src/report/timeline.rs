@@ -382,6 +382,84 @@ impl Timeline {
     }
 }
 
+/// Maps addresses to offsets on the address axis: relative to the lowest
+/// address, with gaps that no allocation ever touched and that are larger
+/// than all the memory ever allocated collapsed to a thin band (so that
+/// allocations in far-apart mappings, as `cudaMalloc` gives, stay visible).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddressMap {
+    /// Start address of each stretch drawn without collapsing.
+    starts: Vec<u64>,
+    /// Offset on the axis of each stretch's start.
+    offsets: Vec<f64>,
+    /// Length of the axis.
+    pub total: f64,
+    /// Number of gaps collapsed.
+    pub collapsed: usize,
+    /// Offsets on the axis where gaps were collapsed (the middle of each band).
+    pub collapsed_at: Vec<f64>,
+}
+
+impl AddressMap {
+    /// Builds the map of a timeline's allocations; `collapse` allows collapsing gaps.
+    pub fn new(allocations: &[Allocation], collapse: bool) -> AddressMap {
+        let mut blocks: Vec<(u64, u64)> = allocations
+            .iter()
+            .map(|a| (a.pointer, a.pointer.saturating_add(a.size.max(1))))
+            .collect();
+        blocks.sort_unstable();
+        let Some(&(base, _)) = blocks.first() else {
+            return AddressMap {
+                starts: vec![0],
+                offsets: vec![0.0],
+                total: 1.0,
+                collapsed: 0,
+                collapsed_at: Vec::new(),
+            };
+        };
+        // The union of every address ever allocated.
+        let mut union: Vec<(u64, u64)> = Vec::new();
+        for (lo, hi) in blocks {
+            match union.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => union.push((lo, hi)),
+            }
+        }
+        let used: u64 = union.iter().map(|(lo, hi)| hi - lo).sum();
+        let top = union.last().map_or(base, |u| u.1);
+        let threshold = used.max(1);
+        let band = (used as f64 * 0.02).max(1.0);
+        let (mut starts, mut offsets, mut collapsed_at) = (vec![base], vec![0.0], Vec::new());
+        let mut offset = 0.0;
+        let mut stretch_start = base;
+        for pair in union.windows(2) {
+            let (end, next) = (pair[0].1, pair[1].0);
+            if collapse && next - end > threshold {
+                offset += (end - stretch_start) as f64;
+                collapsed_at.push(offset + band / 2.0);
+                offset += band;
+                starts.push(next);
+                offsets.push(offset);
+                stretch_start = next;
+            }
+        }
+        let total = (offset + (top - stretch_start) as f64).max(1.0);
+        AddressMap {
+            collapsed: collapsed_at.len(),
+            starts,
+            offsets,
+            total,
+            collapsed_at,
+        }
+    }
+
+    /// The axis offset of an address (addresses below the first stretch map to 0).
+    pub fn offset(&self, address: u64) -> f64 {
+        let i = self.starts.partition_point(|s| *s <= address).saturating_sub(1);
+        self.offsets[i] + address.saturating_sub(self.starts[i]) as f64
+    }
+}
+
 /// What the x axis shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XAxis {
@@ -421,6 +499,8 @@ pub struct TimelineOptions {
     pub max_points: usize,
     /// Title (the log's name, usually).
     pub title: String,
+    /// Collapse address gaps larger than all memory ever allocated (see [`AddressMap`]).
+    pub collapse_gaps: bool,
 }
 
 impl Default for TimelineOptions {
@@ -433,6 +513,7 @@ impl Default for TimelineOptions {
             max_rects: 20_000,
             max_points: 8_000,
             title: "memory timeline".into(),
+            collapse_gaps: true,
         }
     }
 }
@@ -454,6 +535,8 @@ pub struct RenderInfo {
     pub merged_runs: usize,
     /// Points of the bytes-in-use line.
     pub line_points: usize,
+    /// Address gaps collapsed.
+    pub collapsed_gaps: usize,
 }
 
 const VIRIDIS: [(f64, f64, f64); 5] = [
@@ -592,8 +675,8 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
     };
 
     let stats = tl.stats();
-    let base = stats.address_base.unwrap_or(0);
-    let span = (stats.address_span as f64).max(1.0);
+    let map = AddressMap::new(&tl.allocations, opts.collapse_gaps);
+    let span = map.total;
     let peak = stats.peak_bytes as f64;
 
     // Size colour buckets over log2 of the sizes present.
@@ -624,6 +707,7 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
         merged: 0,
         merged_runs: 0,
         line_points: 0,
+        collapsed_gaps: map.collapsed,
     };
     let (bytes_div, bytes_unit) = binary_unit(peak);
     let (addr_div, addr_unit) = binary_unit(span);
@@ -651,6 +735,9 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
         );
         if let Some(b) = stats.address_base {
             subtitle.push_str(&format!(" | addresses relative to {b:#x}"));
+        }
+        if map.collapsed > 0 {
+            subtitle.push_str(&format!(" | {} unused address gap(s) collapsed", map.collapsed));
         }
         head.draw(&Text::new(subtitle, (12, 34), ("sans-serif", 13).into_font()))
             .map_err(chart_err("timeline title"))?;
@@ -726,7 +813,11 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
             .map_err(chart_err("address panel"))?;
         c2.configure_mesh()
             .x_desc(x_desc)
-            .y_desc(format!("address - lowest address ({addr_unit})"))
+            .y_desc(if map.collapsed > 0 {
+                format!("address - lowest, gaps collapsed ({addr_unit})")
+            } else {
+                format!("address - lowest address ({addr_unit})")
+            })
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(chart_err("address panel"))?;
@@ -742,7 +833,7 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
                 let xe = a.end.map_or(x1, |e| xs[e]);
                 let px0 = (((xs0 - x0) * sx).floor() as i64).clamp(0, pw - 1);
                 let px1 = (((xe - x0) * sx).ceil() as i64).clamp(px0 + 1, pw);
-                let off = (a.pointer - base) as f64;
+                let off = map.offset(a.pointer);
                 let py0 = ((off * sy).floor() as i64).clamp(0, ph - 1);
                 let py1 = (((off + a.size as f64) * sy).ceil() as i64).clamp(py0 + 1, ph);
                 let color = match color_by {
@@ -778,6 +869,23 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
                 )
             }))
             .map_err(chart_err("address panel"))?;
+        }
+        // Collapsed gaps: dashed grey lines.
+        for &y in &map.collapsed_at {
+            let y = y / addr_div;
+            c2.draw_series(DashedLineSeries::new(
+                vec![(x0, y), (x1, y)],
+                6,
+                4,
+                BLACK.mix(0.5).stroke_width(1),
+            ))
+            .map_err(chart_err("address panel"))?;
+        }
+        if map.collapsed > 0 {
+            legend.push((
+                LegendMark::Line(RGBColor(128, 128, 128)),
+                "unused address gap, collapsed".into(),
+            ));
         }
         // Failures: short red ticks along the top of the address panel.
         let mut columns: Vec<i64> = tl
@@ -910,11 +1018,11 @@ fn occupancy_runs(rects: &[PixelRect], pw: i64, ph: i64, max_runs: usize) -> Vec
         let cols = (pw + cell - 1) / cell;
         let rows = (ph + cell - 1) / cell;
         // 0 = empty, c + 1 = colour c.
-        let mut grid = vec![0usize; (cols * rows) as usize];
+        let mut grid = vec![0u32; (cols * rows) as usize];
         for &(px0, px1, py0, py1, color) in rects {
             for r in (py0 / cell)..=((py1 - 1) / cell).min(rows - 1) {
                 for c in (px0 / cell)..=((px1 - 1) / cell).min(cols - 1) {
-                    grid[(r * cols + c) as usize] = color + 1;
+                    grid[(r * cols + c) as usize] = u32::try_from(color + 1).unwrap_or(u32::MAX);
                 }
             }
         }
@@ -933,7 +1041,7 @@ fn occupancy_runs(rects: &[PixelRect], pw: i64, ph: i64, max_runs: usize) -> Vec
                         (c * cell).min(pw),
                         r * cell,
                         ((r + 1) * cell).min(ph),
-                        value - 1,
+                        value as usize - 1,
                     ));
                 }
             }
