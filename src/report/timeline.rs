@@ -809,7 +809,7 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, 0f64..span / addr_div)
+            .build_cartesian_2d(x0..x1, 0f64..span * HEADROOM / addr_div)
             .map_err(chart_err("address panel"))?;
         c2.configure_mesh()
             .x_desc(x_desc)
@@ -824,7 +824,9 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
         let (pw, ph) = c2.plotting_area().dim_in_pixel();
         let (pw, ph) = (i64::from(pw.max(1)), i64::from(ph.max(1)));
         let sx = pw as f64 / (x1 - x0);
-        let sy = ph as f64 / span;
+        // Rectangles stay below `span`; failure ticks go into the headroom above.
+        let sy = ph as f64 / (span * HEADROOM);
+        let tick = ((ph as f64 * (1.0 - 1.0 / HEADROOM)) as i64).clamp(2, 12);
         let mut rects: Vec<PixelRect> = tl
             .allocations
             .iter()
@@ -898,7 +900,7 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
         c2.draw_series(
             columns
                 .iter()
-                .map(|&px| Rectangle::new([to_data(px, ph - 10), to_data(px + 1, ph)], RED.filled())),
+                .map(|&px| Rectangle::new([to_data(px, ph - tick), to_data(px + 1, ph)], RED.filled())),
         )
         .map_err(chart_err("address panel"))?;
         if !columns.is_empty() {
@@ -956,6 +958,9 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
 }
 
 const LEGEND_WIDTH: u32 = 250;
+
+/// The address axis reaches this much past the span, for the failure ticks.
+const HEADROOM: f64 = 1.03;
 
 /// A legend entry's symbol.
 enum LegendMark {
