@@ -12,11 +12,13 @@
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
+//! | [`report`] | benchmark charts and memory timelines (CPU only; the `rmm-report` binary) |
 
 pub mod containers;
 pub mod copy;
 pub mod fill;
 pub mod kernels;
+pub mod report;
 
 pub use rmm;
 
