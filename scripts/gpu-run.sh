@@ -15,8 +15,9 @@ for bin in "$here"/bin/*; do
   name=$(basename "$bin")
   log="$logs/$tag-$name.log"
   bins=$((bins + 1))
-  "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1
+  timeout -k 10 "${BIN_TIMEOUT:-600}" "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1
   rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "$name: TIMED OUT after ${BIN_TIMEOUT:-600}s" >>"$log"; fi
   p=$(grep -Eo 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
   f=$(grep -Eo '; [0-9]+ failed' "$log" | awk '{s+=$2} END {print s+0}')
   s=$(grep -c 'RMM-SKIP:' "$log")
@@ -26,8 +27,8 @@ for bin in "$here"/bin/*; do
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then crashed=$((crashed + 1)); f=$((f + 1)); fi
   passed=$((passed + p - s)); failed=$((failed + f)); skipped=$((skipped + s)); san=$((san + e))
   echo "$name: rc=$rc passed=$((p - s)) failed=$f skipped=$s sanitizer_errors=$e"
-  if [ "$rc" -ne 0 ]; then grep -E 'panicked|FAILED|failed|Invalid|ERROR' "$log" | head -20; fi
+  if [ "$rc" -ne 0 ]; then grep -E 'panicked|FAILED|failed|Invalid|ERROR|TIMED OUT' "$log" | head -20; fi
+  if [ -n "${OUT:-}" ]; then tar czf "$OUT/logs-$tag.tgz" -C "$logs" .; fi
 done
-if [ -n "${OUT:-}" ]; then tar czf "$OUT/logs-$tag.tgz" -C "$logs" .; fi
 echo "SUMMARY passed=$passed failed=$failed skipped=$skipped binaries=$bins sanitizer_errors=$san crashed=$crashed ($tag)"
 [ "$failed" -eq 0 ] && [ "$san" -eq 0 ]
