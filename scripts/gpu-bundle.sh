@@ -23,7 +23,11 @@ for line in sys.stdin:
         m = json.loads(line)
     except ValueError:
         continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+    kinds = m.get("target", {}).get("kind", [])
+    # Test harnesses of libraries and test targets; programs (kind "bin")
+    # have no tests and go to tools/ as themselves.
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test") \
+            and "bin" not in kinds:
         print(m["target"]["name"] + " " + m["executable"])
 ' | while read -r name exe; do
   cp "$exe" "$out/bin/$name"
@@ -47,6 +51,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"].get("kind", []):
         print(m["target"]["name"] + " " + m["executable"])
 ' | while read -r name exe; do cp "$exe" "$out/tools/bench-$name"; done
+# The replay test looks for the rmm-replay tool beside bin/.
+cp "$out/tools/rmm-replay" "$out/rmm-replay"
 cp scripts/gpu-run.sh "$out/run.sh"
 du -sh "$out"
 ls "$out/bin" "$out/tools"
