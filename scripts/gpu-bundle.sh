@@ -51,8 +51,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"].get("kind", []):
         print(m["target"]["name"] + " " + m["executable"])
 ' | while read -r name exe; do cp "$exe" "$out/tools/bench-$name"; done
-# The replay test looks for the rmm-replay tool beside bin/.
-cp "$out/tools/rmm-replay" "$out/rmm-replay"
+# The replay and report tests look for their programs beside bin/.
+cp "$out/tools/rmm-replay" "$out/tools/rmm-report" "$out/"
 cp scripts/gpu-run.sh "$out/run.sh"
 du -sh "$out"
 ls "$out/bin" "$out/tools"

@@ -533,8 +533,20 @@ fn far_apart_mappings_are_collapsed_on_the_address_axis() {
     assert!(svg.contains("1 unused address gap(s) collapsed"));
 }
 
+/// The `rmm-report` program: where cargo built it, or beside the bundle's
+/// `bin/` folder when the test binaries were moved to another machine
+/// (scripts/gpu-bundle.sh puts it there).
 fn report_binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rmm-report"))
+    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_rmm-report"));
+    if built.exists() {
+        return Command::new(built);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let beside = exe.parent().and_then(|d| d.parent()).map(|d| d.join("rmm-report"));
+    match beside {
+        Some(p) if p.exists() => Command::new(p),
+        _ => panic!("rmm-report not found at {} nor beside the test binaries", built.display()),
+    }
 }
 
 #[test]

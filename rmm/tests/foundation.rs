@@ -101,6 +101,14 @@ fn shared_resource_is_not_wrapped_twice_and_downcasts() {
 
 // ---- GPU -----------------------------------------------------------------
 
+/// A failed device-wide allocation makes the driver trim every memory pool,
+/// so the out-of-memory test must not run beside the pool-size checks.
+static POOL_TRIM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn pool_trim_lock() -> std::sync::MutexGuard<'static, ()> {
+    POOL_TRIM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn devices_and_guard() {
     rmm::require_gpu!();
@@ -148,6 +156,7 @@ fn streams_and_pool() {
 #[test]
 fn real_out_of_memory_on_every_base_resource() {
     rmm::require_gpu!();
+    let _serial = pool_trim_lock();
     let (_, total) = device::available_device_memory().unwrap();
     let s = CudaStream::new().unwrap();
     let too_big = total * 2;
@@ -168,6 +177,7 @@ fn real_out_of_memory_on_every_base_resource() {
 #[test]
 fn cuda_async_options_and_views() {
     rmm::require_gpu!();
+    let _serial = pool_trim_lock();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     assert_eq!(
         mr.release_threshold().unwrap(),
