@@ -11,9 +11,21 @@
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
+//! | [`sequence`] | iota: `init + i * step` |
+//! | [`reduce`] | sum, min, max to a host value |
+//! | [`scan`] | exclusive prefix sum |
+//! | [`sort`] | stable LSD radix sort of keys and key-value pairs |
+//!
+//! Algorithms take [`rmm::DeviceSpan`]/[`rmm::DeviceSpanMut`] views and an
+//! [`rmm::exec_policy::ExecPolicy`] (stream + scratch resource).
 
 pub mod copy;
 pub mod fill;
 pub mod kernels;
+pub mod numeric;
+pub mod reduce;
+pub mod scan;
+pub mod sequence;
+pub mod sort;
 
 pub use rmm;

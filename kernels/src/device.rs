@@ -63,3 +63,311 @@ pub fn sync_threads() {
     // SAFETY: every thread of the block reaches the barrier (callers' contract).
     unsafe { nvptx::_syncthreads() }
 }
+
+/// Threads in a warp.
+pub const WARP_SIZE: u32 = 32;
+
+/// Mask naming every lane of a warp.
+pub const FULL_MASK: u32 = 0xffff_ffff;
+
+/// The lane of this thread within its warp (for 1-D blocks).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    thread_idx_x() & (WARP_SIZE - 1)
+}
+
+/// The warp of this thread within its block (for 1-D blocks).
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    thread_idx_x() / WARP_SIZE
+}
+
+/// The lanes below this one (`%lanemask_lt`), for 1-D blocks.
+#[inline(always)]
+pub fn lanemask_lt() -> u32 {
+    (1u32 << lane_id()) - 1
+}
+
+#[allow(improper_ctypes)]
+extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn shfl_sync_bfly_i32(mask: u32, value: i32, lane_mask: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+    fn shfl_sync_up_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn shfl_sync_idx_i32(mask: u32, value: i32, lane: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn vote_ballot_sync(mask: u32, predicate: bool) -> u32;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: u32);
+}
+
+/// A value that moves through warp shuffles as one or two 32-bit words.
+pub trait Word: Copy {
+    /// The low 32 bits.
+    fn lo(self) -> u32;
+    /// The high 32 bits (0 for 32-bit types).
+    fn hi(self) -> u32;
+    /// Rebuilds the value from its words.
+    fn from_words(lo: u32, hi: u32) -> Self;
+    /// True for 64-bit types (two shuffles).
+    const WIDE: bool;
+}
+
+macro_rules! word32 {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            fn lo(self) -> u32 { self.to_bits_u32() }
+            #[inline(always)]
+            fn hi(self) -> u32 { 0 }
+            #[inline(always)]
+            fn from_words(lo: u32, _hi: u32) -> Self { <$t>::from_bits_u32(lo) }
+            const WIDE: bool = false;
+        }
+    )*};
+}
+macro_rules! word64 {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            fn lo(self) -> u32 { self.to_bits_u64() as u32 }
+            #[inline(always)]
+            fn hi(self) -> u32 { (self.to_bits_u64() >> 32) as u32 }
+            #[inline(always)]
+            fn from_words(lo: u32, hi: u32) -> Self { <$t>::from_bits_u64(lo as u64 | ((hi as u64) << 32)) }
+            const WIDE: bool = true;
+        }
+    )*};
+}
+
+/// Bit casts to and from `u32` / `u64` for the primitive element types.
+pub trait Bits: Copy {
+    /// The bits of a 32-bit value.
+    fn to_bits_u32(self) -> u32 {
+        0
+    }
+    /// A 32-bit value from its bits.
+    fn from_bits_u32(_b: u32) -> Self {
+        unreachable_word()
+    }
+    /// The bits of a 64-bit value.
+    fn to_bits_u64(self) -> u64 {
+        0
+    }
+    /// A 64-bit value from its bits.
+    fn from_bits_u64(_b: u64) -> Self {
+        unreachable_word()
+    }
+}
+
+#[inline(always)]
+fn unreachable_word<T>() -> T {
+    trap()
+}
+
+impl Bits for u32 {
+    #[inline(always)]
+    fn to_bits_u32(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn from_bits_u32(b: u32) -> Self {
+        b
+    }
+}
+impl Bits for i32 {
+    #[inline(always)]
+    fn to_bits_u32(self) -> u32 {
+        self as u32
+    }
+    #[inline(always)]
+    fn from_bits_u32(b: u32) -> Self {
+        b as i32
+    }
+}
+impl Bits for f32 {
+    #[inline(always)]
+    fn to_bits_u32(self) -> u32 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn from_bits_u32(b: u32) -> Self {
+        f32::from_bits(b)
+    }
+}
+impl Bits for u64 {
+    #[inline(always)]
+    fn to_bits_u64(self) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn from_bits_u64(b: u64) -> Self {
+        b
+    }
+}
+impl Bits for i64 {
+    #[inline(always)]
+    fn to_bits_u64(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn from_bits_u64(b: u64) -> Self {
+        b as i64
+    }
+}
+impl Bits for f64 {
+    #[inline(always)]
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn from_bits_u64(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+}
+
+word32!(u32, i32, f32);
+word64!(u64, i64, f64);
+
+/// `__shfl_xor_sync(FULL_MASK, v, lane_mask)`: every lane of the warp must call it.
+#[inline(always)]
+pub fn shfl_xor<T: Word>(v: T, lane_mask: u32) -> T {
+    // SAFETY: all 32 lanes execute the shuffle together (callers' contract:
+    // warp-converged code); the intrinsic has no memory effects.
+    unsafe {
+        let lo = shfl_sync_bfly_i32(FULL_MASK, v.lo() as i32, lane_mask, 0x1f) as u32;
+        let hi = if T::WIDE {
+            shfl_sync_bfly_i32(FULL_MASK, v.hi() as i32, lane_mask, 0x1f) as u32
+        } else {
+            0
+        };
+        T::from_words(lo, hi)
+    }
+}
+
+/// `__shfl_up_sync(FULL_MASK, v, delta)`: lanes below `delta` get their own value.
+#[inline(always)]
+pub fn shfl_up<T: Word>(v: T, delta: u32) -> T {
+    // SAFETY: as `shfl_xor`.
+    unsafe {
+        let lo = shfl_sync_up_i32(FULL_MASK, v.lo() as i32, delta, 0) as u32;
+        let hi = if T::WIDE {
+            shfl_sync_up_i32(FULL_MASK, v.hi() as i32, delta, 0) as u32
+        } else {
+            0
+        };
+        T::from_words(lo, hi)
+    }
+}
+
+/// `__shfl_sync(FULL_MASK, v, lane)`: the value of lane `lane`.
+#[inline(always)]
+pub fn shfl_idx<T: Word>(v: T, lane: u32) -> T {
+    // SAFETY: as `shfl_xor`.
+    unsafe {
+        let lo = shfl_sync_idx_i32(FULL_MASK, v.lo() as i32, lane, 0x1f) as u32;
+        let hi = if T::WIDE {
+            shfl_sync_idx_i32(FULL_MASK, v.hi() as i32, lane, 0x1f) as u32
+        } else {
+            0
+        };
+        T::from_words(lo, hi)
+    }
+}
+
+/// `__ballot_sync(FULL_MASK, predicate)`: bit `i` set when lane `i`'s
+/// predicate holds. Every lane of the warp must call it.
+#[inline(always)]
+pub fn ballot(predicate: bool) -> u32 {
+    // SAFETY: all lanes call it together (callers' contract); no memory effects.
+    unsafe { vote_ballot_sync(FULL_MASK, predicate) }
+}
+
+/// `__syncwarp()`: converges the warp and orders its shared-memory accesses.
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: all lanes of the warp reach it (callers' contract).
+    unsafe { bar_warp_sync(FULL_MASK) }
+}
+
+/// Reduces `v` over the warp with `op` (associative and commutative); every
+/// lane gets the result.
+#[inline(always)]
+pub fn warp_reduce<T: Word>(mut v: T, op: impl Fn(T, T) -> T) -> T {
+    let mut m = 16;
+    while m > 0 {
+        v = op(v, shfl_xor(v, m));
+        m >>= 1;
+    }
+    v
+}
+
+/// Inclusive prefix of `v` over the lanes of the warp with `op`.
+#[inline(always)]
+pub fn warp_inclusive_scan<T: Word>(mut v: T, op: impl Fn(T, T) -> T) -> T {
+    let lane = lane_id();
+    let mut d = 1;
+    while d < WARP_SIZE {
+        let other = shfl_up(v, d);
+        if lane >= d {
+            v = op(other, v);
+        }
+        d <<= 1;
+    }
+    v
+}
+
+/// `red.shared.add.u32`: adds `v` to the shared-memory word at generic
+/// address `p` without returning the old value.
+///
+/// # Safety
+/// `p` is a generic address of a 4-byte aligned word in this block's shared memory.
+#[inline(always)]
+pub unsafe fn shared_red_add(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees `p` is shared memory; the atomic has no
+    // other effect.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .u64 %sa; cvta.to.shared.u64 %sa, {p}; red.shared.add.u32 [%sa], {v}; }}",
+            p = in(reg64) p as u64,
+            v = in(reg32) v,
+            options(nostack)
+        );
+    }
+}
+
+/// Declares a block-shared array of `$bytes` bytes named `$name` (once per
+/// kernel) and evaluates to its generic address as `*mut u8`, 16-byte aligned.
+///
+/// Use it once per name in a kernel's entry function, outside loops.
+#[macro_export]
+macro_rules! shared_bytes {
+    ($name:ident, $bytes:expr) => {{
+        let p: u64;
+        // SAFETY: declares a `.shared` variable in this kernel's scope and
+        // converts its address to a generic pointer; no memory is touched.
+        unsafe {
+            core::arch::asm!(
+                concat!(".shared .align 16 .b8 ", stringify!($name), "[{n}];"),
+                concat!("cvta.shared.u64 {p}, ", stringify!($name), ";"),
+                n = const $bytes,
+                p = out(reg64) p,
+                options(nostack, nomem, pure)
+            );
+        }
+        p as *mut u8
+    }};
+}
+
+/// Calls `f(0), f(1), ..., f(N - 1)` fully unrolled (`N <= 16`), so that
+/// register arrays indexed by the argument stay in registers instead of
+/// local memory. Pass a closure marked `#[inline(always)]`.
+#[inline(always)]
+pub fn unroll<const N: usize>(mut f: impl FnMut(usize)) {
+    const { assert!(N <= 16, "unroll supports at most 16 iterations") };
+    macro_rules! step {
+        ($($k:literal)*) => {$( if $k < N { f($k) } )*};
+    }
+    step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+}

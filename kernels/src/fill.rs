@@ -12,7 +12,11 @@ unsafe fn fill_impl<T: Copy>(ptr: *mut T, n: usize, value: T, wide: u128) {
     let per_vec = 16 / size;
     // Elements before the first 16-byte boundary.
     let misalign = (ptr as usize) & 15;
-    let head = if misalign == 0 { 0 } else { ((16 - misalign) / size).min(n) };
+    let head = if misalign == 0 {
+        0
+    } else {
+        ((16 - misalign) / size).min(n)
+    };
     let tid = global_thread_x();
     let stride = grid_threads_x();
     let vecs = (n - head) / per_vec;

@@ -6,12 +6,23 @@
 //! `extern "ptx-kernel"` function with an unmangled name; the host side
 //! (`rmm-suite`'s `src/`) launches them by that name.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
-#![allow(clippy::missing_safety_doc)]
+#![feature(
+    abi_ptx,
+    stdarch_nvptx,
+    asm_experimental_arch,
+    link_llvm_intrinsics,
+    stmt_expr_attributes
+)]
+#![allow(clippy::missing_safety_doc, internal_features)]
 
-pub mod device;
 pub mod copy;
+pub mod device;
 pub mod fill;
+pub mod num;
+pub mod reduce;
+pub mod scan;
+pub mod sequence;
+pub mod sort;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -14,6 +14,7 @@
 //! | Devices | [`device`] |
 //! | Addresses | [`DevicePtr`] |
 //! | Errors | [`Error`], [`Result`] |
+//! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -30,6 +31,7 @@ pub mod align;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod exec_policy;
 pub mod mr;
 mod ptr;
 pub mod span;
