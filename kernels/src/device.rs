@@ -1,10 +1,15 @@
 //! The device-side toolbox (what `cuda_std` offers): indices, grid-stride
 //! loops, barriers, warp shuffles, shared memory.
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use crate::emulator::{block_dim_x, block_idx_x, grid_dim_x, sync_threads, thread_idx_x, trap};
 
 /// Aborts the kernel (and the context) with an illegal-instruction trap.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn trap() -> ! {
     // SAFETY: `trap` takes no operands and never returns.
     unsafe { nvptx::trap() }
@@ -12,6 +17,7 @@ pub fn trap() -> ! {
 
 /// `threadIdx.x`.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn thread_idx_x() -> u32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_thread_idx_x() as u32 }
@@ -19,6 +25,7 @@ pub fn thread_idx_x() -> u32 {
 
 /// `blockIdx.x`.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn block_idx_x() -> u32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_block_idx_x() as u32 }
@@ -26,6 +33,7 @@ pub fn block_idx_x() -> u32 {
 
 /// `blockDim.x`.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn block_dim_x() -> u32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_block_dim_x() as u32 }
@@ -33,6 +41,7 @@ pub fn block_dim_x() -> u32 {
 
 /// `gridDim.x`.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn grid_dim_x() -> u32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { nvptx::_grid_dim_x() as u32 }
@@ -59,6 +68,7 @@ pub fn grid_stride(n: usize) -> impl Iterator<Item = usize> {
 
 /// `__syncthreads()`.
 #[inline(always)]
+#[cfg(target_arch = "nvptx64")]
 pub fn sync_threads() {
     // SAFETY: every thread of the block reaches the barrier (callers' contract).
     unsafe { nvptx::_syncthreads() }
@@ -88,6 +98,7 @@ pub fn lanemask_lt() -> u32 {
     (1u32 << lane_id()) - 1
 }
 
+#[cfg(target_arch = "nvptx64")]
 #[allow(improper_ctypes)]
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
@@ -101,6 +112,40 @@ extern "C" {
     #[link_name = "llvm.nvvm.bar.warp.sync"]
     fn bar_warp_sync(mask: u32);
 }
+
+/// The 32-bit warp primitives: intrinsics on the GPU, the emulator on the host.
+#[cfg(target_arch = "nvptx64")]
+mod raw {
+    use super::FULL_MASK;
+    #[inline(always)]
+    pub fn bfly(v: u32, m: u32) -> u32 {
+        // SAFETY: all 32 lanes execute the shuffle together (callers' contract:
+        // warp-converged code); the intrinsic has no memory effects.
+        unsafe { super::shfl_sync_bfly_i32(FULL_MASK, v as i32, m, 0x1f) as u32 }
+    }
+    #[inline(always)]
+    pub fn up(v: u32, d: u32) -> u32 {
+        // SAFETY: as `bfly`.
+        unsafe { super::shfl_sync_up_i32(FULL_MASK, v as i32, d, 0) as u32 }
+    }
+    #[inline(always)]
+    pub fn idx(v: u32, l: u32) -> u32 {
+        // SAFETY: as `bfly`.
+        unsafe { super::shfl_sync_idx_i32(FULL_MASK, v as i32, l, 0x1f) as u32 }
+    }
+    #[inline(always)]
+    pub fn ballot(p: bool) -> u32 {
+        // SAFETY: all lanes call it together (callers' contract); no memory effects.
+        unsafe { super::vote_ballot_sync(FULL_MASK, p) }
+    }
+    #[inline(always)]
+    pub fn sync_warp() {
+        // SAFETY: all lanes of the warp reach it (callers' contract).
+        unsafe { super::bar_warp_sync(FULL_MASK) }
+    }
+}
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::emulator::raw;
 
 /// A value that moves through warp shuffles as one or two 32-bit words.
 pub trait Word: Copy {
@@ -233,62 +278,38 @@ word64!(u64, i64, f64);
 /// `__shfl_xor_sync(FULL_MASK, v, lane_mask)`: every lane of the warp must call it.
 #[inline(always)]
 pub fn shfl_xor<T: Word>(v: T, lane_mask: u32) -> T {
-    // SAFETY: all 32 lanes execute the shuffle together (callers' contract:
-    // warp-converged code); the intrinsic has no memory effects.
-    unsafe {
-        let lo = shfl_sync_bfly_i32(FULL_MASK, v.lo() as i32, lane_mask, 0x1f) as u32;
-        let hi = if T::WIDE {
-            shfl_sync_bfly_i32(FULL_MASK, v.hi() as i32, lane_mask, 0x1f) as u32
-        } else {
-            0
-        };
-        T::from_words(lo, hi)
-    }
+    let lo = raw::bfly(v.lo(), lane_mask);
+    let hi = if T::WIDE { raw::bfly(v.hi(), lane_mask) } else { 0 };
+    T::from_words(lo, hi)
 }
 
 /// `__shfl_up_sync(FULL_MASK, v, delta)`: lanes below `delta` get their own value.
 #[inline(always)]
 pub fn shfl_up<T: Word>(v: T, delta: u32) -> T {
-    // SAFETY: as `shfl_xor`.
-    unsafe {
-        let lo = shfl_sync_up_i32(FULL_MASK, v.lo() as i32, delta, 0) as u32;
-        let hi = if T::WIDE {
-            shfl_sync_up_i32(FULL_MASK, v.hi() as i32, delta, 0) as u32
-        } else {
-            0
-        };
-        T::from_words(lo, hi)
-    }
+    let lo = raw::up(v.lo(), delta);
+    let hi = if T::WIDE { raw::up(v.hi(), delta) } else { 0 };
+    T::from_words(lo, hi)
 }
 
 /// `__shfl_sync(FULL_MASK, v, lane)`: the value of lane `lane`.
 #[inline(always)]
 pub fn shfl_idx<T: Word>(v: T, lane: u32) -> T {
-    // SAFETY: as `shfl_xor`.
-    unsafe {
-        let lo = shfl_sync_idx_i32(FULL_MASK, v.lo() as i32, lane, 0x1f) as u32;
-        let hi = if T::WIDE {
-            shfl_sync_idx_i32(FULL_MASK, v.hi() as i32, lane, 0x1f) as u32
-        } else {
-            0
-        };
-        T::from_words(lo, hi)
-    }
+    let lo = raw::idx(v.lo(), lane);
+    let hi = if T::WIDE { raw::idx(v.hi(), lane) } else { 0 };
+    T::from_words(lo, hi)
 }
 
 /// `__ballot_sync(FULL_MASK, predicate)`: bit `i` set when lane `i`'s
 /// predicate holds. Every lane of the warp must call it.
 #[inline(always)]
 pub fn ballot(predicate: bool) -> u32 {
-    // SAFETY: all lanes call it together (callers' contract); no memory effects.
-    unsafe { vote_ballot_sync(FULL_MASK, predicate) }
+    raw::ballot(predicate)
 }
 
 /// `__syncwarp()`: converges the warp and orders its shared-memory accesses.
 #[inline(always)]
 pub fn sync_warp() {
-    // SAFETY: all lanes of the warp reach it (callers' contract).
-    unsafe { bar_warp_sync(FULL_MASK) }
+    raw::sync_warp()
 }
 
 /// Reduces `v` over the warp with `op` (associative and commutative); every
@@ -325,6 +346,7 @@ pub fn warp_inclusive_scan<T: Word>(mut v: T, op: impl Fn(T, T) -> T) -> T {
 /// `p` is a generic address of a 4-byte aligned word in this block's shared memory.
 #[inline(always)]
 pub unsafe fn shared_red_add(p: *mut u32, v: u32) {
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller guarantees `p` is shared memory; the atomic has no
     // other effect.
     unsafe {
@@ -335,12 +357,18 @@ pub unsafe fn shared_red_add(p: *mut u32, v: u32) {
             options(nostack)
         );
     }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees `p` is a live, aligned word shared by the block.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p).fetch_add(v, core::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Declares a block-shared array of `$bytes` bytes named `$name` (once per
 /// kernel) and evaluates to its generic address as `*mut u8`, 16-byte aligned.
 ///
 /// Use it once per name in a kernel's entry function, outside loops.
+#[cfg(target_arch = "nvptx64")]
 #[macro_export]
 macro_rules! shared_bytes {
     ($name:ident, $bytes:expr) => {{
@@ -358,6 +386,15 @@ macro_rules! shared_bytes {
         }
         p as *mut u8
     }};
+}
+
+/// Host emulator version: the block's zeroed buffer named `$name`.
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_export]
+macro_rules! shared_bytes {
+    ($name:ident, $bytes:expr) => {
+        $crate::emulator::shared(stringify!($name), $bytes)
+    };
 }
 
 /// Calls `f(0), f(1), ..., f(N - 1)` fully unrolled (`N <= 16`), so that

@@ -21,7 +21,7 @@ pub const BLOCK: u32 = 256;
 /// `warp_partials` is shared memory for `BLOCK / 32` elements; 1-D blocks of
 /// `BLOCK` threads.
 #[inline(always)]
-unsafe fn reduce_impl<T: Num>(
+pub(crate) unsafe fn reduce_impl<T: Num>(
     input: *const T,
     n: usize,
     out: *mut T,
@@ -80,6 +80,7 @@ macro_rules! reduce_kernels {
         /// `input` holds `n` elements; `out` holds `gridDim.x` elements and
         /// does not overlap `input`; blocks of 256 threads.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $sum(input: *const $t, n: usize, out: *mut $t) {
             let s = crate::shared_bytes!(rmm_reduce_smem, 256) as *mut $t;
             // SAFETY: forwarded host contract; `s` holds 8 elements.
@@ -91,6 +92,7 @@ macro_rules! reduce_kernels {
         /// # Safety
         /// As the sum kernel.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $min(input: *const $t, n: usize, out: *mut $t) {
             let s = crate::shared_bytes!(rmm_reduce_smem, 256) as *mut $t;
             // SAFETY: forwarded host contract.
@@ -102,6 +104,7 @@ macro_rules! reduce_kernels {
         /// # Safety
         /// As the sum kernel.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $max(input: *const $t, n: usize, out: *mut $t) {
             let s = crate::shared_bytes!(rmm_reduce_smem, 256) as *mut $t;
             // SAFETY: forwarded host contract.

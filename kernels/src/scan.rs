@@ -120,7 +120,7 @@ fn block_range(n: usize, tiles_per_block: usize) -> (usize, usize) {
 }
 
 #[inline(always)]
-unsafe fn partials_impl<T: Num>(
+pub(crate) unsafe fn partials_impl<T: Num>(
     input: *const T,
     n: usize,
     tiles_per_block: usize,
@@ -155,7 +155,7 @@ unsafe fn partials_impl<T: Num>(
 }
 
 #[inline(always)]
-unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *mut T) {
+pub(crate) unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *mut T) {
     let mut carry = T::ZERO;
     let mut start = 0;
     while start < m {
@@ -167,7 +167,7 @@ unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *mut T) {
 }
 
 #[inline(always)]
-unsafe fn down_impl<T: Num>(
+pub(crate) unsafe fn down_impl<T: Num>(
     input: *const T,
     output: *mut T,
     n: usize,
@@ -196,6 +196,7 @@ macro_rules! scan_kernels {
         /// # Safety
         /// `input` holds `n` elements, `block_sums` `gridDim.x`; 256-thread blocks.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $partials(
             input: *const $t, n: usize, tiles_per_block: usize, block_sums: *mut $t,
         ) {
@@ -209,6 +210,7 @@ macro_rules! scan_kernels {
         /// # Safety
         /// `data` holds `m` elements.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $single(data: *mut $t, m: usize) {
             let s = crate::shared_bytes!(rmm_scan_smem, 64) as *mut $t;
             // SAFETY: forwarded host contract.
@@ -222,6 +224,7 @@ macro_rules! scan_kernels {
         /// not overlap; `block_sums` holds `gridDim.x` scanned sums (same grid
         /// and `tiles_per_block` as step 1).
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $down(
             input: *const $t, output: *mut $t, n: usize, tiles_per_block: usize, block_sums: *const $t,
         ) {

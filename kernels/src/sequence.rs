@@ -4,7 +4,7 @@ use crate::device::grid_stride;
 use crate::num::Num;
 
 #[inline(always)]
-unsafe fn sequence_impl<T: Num>(out: *mut T, n: usize, init: T, step: T) {
+pub(crate) unsafe fn sequence_impl<T: Num>(out: *mut T, n: usize, init: T, step: T) {
     for i in grid_stride(n) {
         // SAFETY: `i < n` and the host guarantees `out` holds `n` elements.
         unsafe { out.add(i).write(T::sequence(init, step, i)) };
@@ -19,6 +19,7 @@ macro_rules! sequence_kernel {
         /// `out` is device memory of `n` aligned elements, not read or written
         /// by other work during the kernel.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $name(out: *mut $t, n: usize, init: $t, step: $t) {
             // SAFETY: forwarded host contract.
             unsafe { sequence_impl(out, n, init, step) }

@@ -99,7 +99,7 @@ fn block_range(n: usize, tiles_per_block: usize, tile: usize) -> (usize, usize) 
 /// `keys` holds `n` keys; `counts` holds `RADIX * gridDim.x` words;
 /// `s_hist` is shared memory for `WARPS * RADIX` words; 256-thread blocks.
 #[inline(always)]
-unsafe fn upsweep<K: SortKey, const ITEMS: usize>(
+pub(crate) unsafe fn upsweep<K: SortKey, const ITEMS: usize>(
     keys: *const K,
     n: usize,
     shift: u32,
@@ -154,13 +154,13 @@ unsafe fn upsweep<K: SortKey, const ITEMS: usize>(
 }
 
 /// Shared-memory regions of the downsweep.
-struct DownShared<K> {
-    keys: *mut K,
-    vals: *mut u32,
-    warp_counts: *mut u32,
-    digit_start: *mut u32,
-    global: *mut u32,
-    warp_totals: *mut u32,
+pub(crate) struct DownShared<K> {
+    pub(crate) keys: *mut K,
+    pub(crate) vals: *mut u32,
+    pub(crate) warp_counts: *mut u32,
+    pub(crate) digit_start: *mut u32,
+    pub(crate) global: *mut u32,
+    pub(crate) warp_totals: *mut u32,
 }
 
 /// # Safety
@@ -171,7 +171,7 @@ struct DownShared<K> {
 /// the kernels below; 256-thread blocks.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool>(
+pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool>(
     keys_in: *const K,
     keys_out: *mut K,
     vals_in: *const u32,
@@ -357,6 +357,7 @@ macro_rules! radix_kernels {
         /// `keys` holds `n` keys; `counts` holds `256 * gridDim.x` words;
         /// 256-thread blocks; `shift` is a multiple of 8 below the key width.
         #[no_mangle]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $up(
             keys: *const $k,
             n: usize,
@@ -379,6 +380,7 @@ macro_rules! radix_kernels {
         /// grid, `shift`, `mode` and `tiles_per_block`; 256-thread blocks.
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $down(
             keys_in: *const $k,
             keys_out: *mut $k,
@@ -413,6 +415,7 @@ macro_rules! radix_kernels {
         /// values and overlap nothing else.
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
+        #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $pairs(
             keys_in: *const $k,
             keys_out: *mut $k,
