@@ -119,6 +119,11 @@ fn block_range(n: usize, tiles_per_block: usize) -> (usize, usize) {
     (start, (start + span).min(n))
 }
 
+/// Step 1 body: block `b`'s sum into `block_sums[b]`.
+///
+/// # Safety
+/// `input` holds `n` elements, `block_sums` `gridDim.x`; `warp_totals` is
+/// shared memory for `WARPS` elements; 256-thread blocks.
 #[inline(always)]
 pub(crate) unsafe fn partials_impl<T: Num>(
     input: *const T,
@@ -154,6 +159,11 @@ pub(crate) unsafe fn partials_impl<T: Num>(
     }
 }
 
+/// Step 2 body: one block scans `data[..m]` in place, tile by tile.
+///
+/// # Safety
+/// `data` holds `m` elements; `warp_totals` as in [`partials_impl`]; one
+/// 256-thread block.
 #[inline(always)]
 pub(crate) unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *mut T) {
     let mut carry = T::ZERO;
@@ -166,6 +176,12 @@ pub(crate) unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *m
     }
 }
 
+/// Step 3 body: block `b` scans its range from `block_sums[b]`.
+///
+/// # Safety
+/// `input`/`output` hold `n` elements (identical or disjoint);
+/// `block_sums` holds the scanned step-1 sums of the same grid and
+/// `tiles_per_block`; `warp_totals` as in [`partials_impl`].
 #[inline(always)]
 pub(crate) unsafe fn down_impl<T: Num>(
     input: *const T,

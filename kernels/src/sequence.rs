@@ -3,6 +3,10 @@
 use crate::device::grid_stride;
 use crate::num::Num;
 
+/// Grid-stride body of the sequence kernels.
+///
+/// # Safety
+/// `out` holds `n` writable elements.
 #[inline(always)]
 pub(crate) unsafe fn sequence_impl<T: Num>(out: *mut T, n: usize, init: T, step: T) {
     for i in grid_stride(n) {

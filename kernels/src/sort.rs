@@ -221,8 +221,9 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
 
             let mut keys = [K::ZERO; ITEMS];
             let mut vals = [0u32; ITEMS];
+            // Digit in bits 0..8, then (after ranking) the rank within the
+            // warp's run of that digit in bits 8.. (below 32 * ITEMS).
             let mut digits = [0u32; ITEMS];
-            let mut ranks = [0u32; ITEMS];
             let wbase = warp * 32 * ITEMS;
             unroll::<ITEMS>(
                 #[inline(always)]
@@ -264,7 +265,7 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
                         c.write(base + peers.count_ones());
                     }
                     base = shfl_idx(base, leader);
-                    ranks[j] = base + (peers & lt).count_ones();
+                    digits[j] = d | ((base + (peers & lt).count_ones()) << 8);
                     // The next round's leader may be another lane.
                     sync_warp();
                 },
@@ -297,7 +298,7 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
             unroll::<ITEMS>(
                 #[inline(always)]
                 |j| {
-                    let pos = mine.add(digits[j] as usize).read() + ranks[j];
+                    let pos = mine.add((digits[j] & 0xff) as usize).read() + (digits[j] >> 8);
                     s.keys.add(pos as usize).write(keys[j]);
                     if PAIRS {
                         s.vals.add(pos as usize).write(vals[j]);
