@@ -4,7 +4,7 @@
 
 mod algo_util;
 
-use algo_util::{stream_and_policy, DevVec, Rng};
+use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use approx::assert_relative_eq;
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
@@ -86,7 +86,10 @@ fn check_sequence<T: TestNum>(n: usize, init: T, step: T) {
 #[test]
 fn sequence_every_type() {
     rmm::require_gpu!();
-    for n in [0usize, 1, 2, 1000, (1 << 20) + 3] {
+    for n in [0usize, 1, 2, 1000, (1 << 20) + 3]
+        .into_iter()
+        .filter(|&n| size_ok(n))
+    {
         check_sequence::<u32>(n, 7, 3);
         check_sequence::<i32>(n, -50, -2);
         check_sequence::<u64>(n, 1 << 40, 5);
@@ -148,6 +151,7 @@ fn reductions_every_type_and_size() {
     for (i, n) in [0usize, 1, 2, 3, 255, 256, 257, 1000, 12_345, (1 << 20) + 7]
         .into_iter()
         .enumerate()
+        .filter(|&(_, n)| size_ok(n))
     {
         let seed = 100 + i as u64;
         check_reductions::<u32>(n, seed);
@@ -272,6 +276,7 @@ fn exclusive_scan_every_type_and_size() {
     for (i, n) in [0usize, 1, 2, 7, 2047, 2048, 2049, 100_003, (1 << 22) + 5]
         .into_iter()
         .enumerate()
+        .filter(|&(_, n)| size_ok(n))
     {
         let seed = 500 + i as u64;
         for in_place in [false, true] {

@@ -124,3 +124,16 @@ pub fn stream_and_policy() -> (CudaStream, ExecPolicy) {
     let p = ExecPolicy::new(s.view(), CudaMemoryResource::new());
     (s, p)
 }
+
+/// Whether a test size runs: `RMM_TEST_MAX_LOG2=k` (optional) skips sizes
+/// above `2^k`, for slow runs under compute-sanitizer (with
+/// `--skip large` for the `*_large` tests).
+pub fn size_ok(n: usize) -> bool {
+    match std::env::var("RMM_TEST_MAX_LOG2")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        Some(k) => n <= 1usize << k.min(63),
+        None => true,
+    }
+}
