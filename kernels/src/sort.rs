@@ -225,21 +225,42 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
             // warp's run of that digit in bits 8.. (below 32 * ITEMS).
             let mut digits = [0u32; ITEMS];
             let wbase = warp * 32 * ITEMS;
+            // All loads first (several in flight per thread), digits after.
+            let first = tile_start + wbase + lane as usize;
+            if valid == tile {
+                unroll::<ITEMS>(
+                    #[inline(always)]
+                    |j| keys[j] = keys_in.add(first + j * 32).read(),
+                );
+                if PAIRS {
+                    unroll::<ITEMS>(
+                        #[inline(always)]
+                        |j| vals[j] = vals_in.add(first + j * 32).read(),
+                    );
+                }
+            } else {
+                unroll::<ITEMS>(
+                    #[inline(always)]
+                    |j| {
+                        if wbase + j * 32 + (lane as usize) < valid {
+                            keys[j] = keys_in.add(first + j * 32).read();
+                            if PAIRS {
+                                vals[j] = vals_in.add(first + j * 32).read();
+                            }
+                        }
+                    },
+                );
+            }
             unroll::<ITEMS>(
                 #[inline(always)]
                 |j| {
-                    let idx = wbase + j * 32 + lane as usize;
-                    if idx < valid {
-                        keys[j] = keys_in.add(tile_start + idx).read();
-                        if PAIRS {
-                            vals[j] = vals_in.add(tile_start + idx).read();
-                        }
-                        digits[j] = keys[j].digit(shift, mode);
+                    digits[j] = if wbase + j * 32 + (lane as usize) < valid {
+                        keys[j].digit(shift, mode)
                     } else {
                         // Past the end: the largest digit, so these items rank
                         // after every valid item and land at positions >= valid.
-                        digits[j] = (RADIX - 1) as u32;
-                    }
+                        (RADIX - 1) as u32
+                    };
                 },
             );
             unroll::<ITEMS>(
