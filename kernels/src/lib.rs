@@ -5,6 +5,11 @@
 //! grid-stride loops, shared memory and warp operations. Every kernel is an
 //! `extern "ptx-kernel"` function with an unmangled name; the host side
 //! (`rmm-suite`'s `src/`) launches them by that name.
+//!
+//! On the host (any target but nvptx64) the same kernel bodies compile
+//! against [`emulator`], a thread-per-GPU-thread emulator of [`device`],
+//! and `RUSTC_BOOTSTRAP=1 cargo test --release` here runs them on the CPU
+//! (from the root: `cargo test --test kernel_emulator -- --ignored`).
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(not(target_arch = "nvptx64"), allow(dead_code, unused_imports, unused_macros))]
 #![feature(stmt_expr_attributes)]
