@@ -102,10 +102,11 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
     }
     let k = Kernels::current()?;
     let key_bytes = std::mem::size_of::<K>();
+    // Keys per thread per downsweep tile, as compiled into each kernel.
     let (items, up, down) = match (K::WIDE, b.vals.is_some()) {
-        (false, false) => (16, "rmm_radix_upsweep_32", "rmm_radix_downsweep_32"),
+        (false, false) => (24, "rmm_radix_upsweep_32", "rmm_radix_downsweep_32"),
         (false, true) => (16, "rmm_radix_upsweep_32", "rmm_radix_downsweep_pairs_32"),
-        (true, false) => (8, "rmm_radix_upsweep_64", "rmm_radix_downsweep_64"),
+        (true, false) => (16, "rmm_radix_upsweep_64", "rmm_radix_downsweep_64"),
         (true, true) => (8, "rmm_radix_upsweep_64", "rmm_radix_downsweep_pairs_64"),
     };
     let tile = BLOCK as usize * items;

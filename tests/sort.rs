@@ -145,7 +145,8 @@ fn check_pairs<K: TestKey>(keys: &[K], order: Order) {
     assert_eq!(vi.download(&s), values, "sort_pairs_copy input values");
 }
 
-const SIZES: [usize; 14] = [
+/// Around every tile size (2048, 4096, 6144 keys) and block boundary.
+const SIZES: [usize; 20] = [
     0,
     1,
     2,
@@ -158,8 +159,14 @@ const SIZES: [usize; 14] = [
     4095,
     4096,
     4097,
+    6143,
+    6144,
+    6145,
+    8193,
+    12_289,
     100_003,
     (1 << 20) + 17,
+    (1 << 22) + 1,
 ];
 
 fn every_size<K: TestKey>(seed: u64) {

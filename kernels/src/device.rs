@@ -397,14 +397,14 @@ macro_rules! shared_bytes {
     };
 }
 
-/// Calls `f(0), f(1), ..., f(N - 1)` fully unrolled (`N <= 16`), so that
+/// Calls `f(0), f(1), ..., f(N - 1)` fully unrolled (`N <= 32`), so that
 /// register arrays indexed by the argument stay in registers instead of
 /// local memory. Pass a closure marked `#[inline(always)]`.
 #[inline(always)]
 pub fn unroll<const N: usize>(mut f: impl FnMut(usize)) {
-    const { assert!(N <= 16, "unroll supports at most 16 iterations") };
+    const { assert!(N <= 32, "unroll supports at most 32 iterations") };
     macro_rules! step {
         ($($k:literal)*) => {$( if $k < N { f($k) } )*};
     }
-    step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 }

@@ -11,8 +11,8 @@ use crate::reduce::reduce_impl;
 use crate::scan::{down_impl, partials_impl, single_impl, TILE};
 use crate::sequence::sequence_impl;
 use crate::sort::{
-    downsweep, upsweep, DownShared, SortKey, BLOCK, ITEMS_32, ITEMS_64, MODE_DESCENDING, MODE_FLOAT,
-    MODE_SIGNED, RADIX,
+    downsweep, upsweep, DownShared, SortKey, BLOCK, ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS,
+    MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX, UP_BATCH,
 };
 
 /// A raw pointer that may cross into the emulated threads.
@@ -103,7 +103,7 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
         // SAFETY: buffers sized as the kernels require.
         launch(grid as u32, BLOCK as u32, || unsafe {
             let h = crate::shared_bytes!(rmm_radix_hist, 8 * RADIX * 4) as *mut u32;
-            upsweep::<K, ITEMS>(src.get(), n, shift, mode, per_block, cp.get(), h)
+            upsweep::<K, UP_BATCH>(src.get(), n, shift, mode, per_block * tile, cp.get(), h)
         });
         // SAFETY: `counts` holds RADIX * grid words.
         scan_in_place(
@@ -154,8 +154,8 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
 #[test]
 fn radix_sort_u32_keys_several_blocks_and_partial_tiles() {
     let mut r = Rng(1);
-    // 5 tiles of 4096 over 2 blocks (3 + 2 tiles, the last one partial).
-    let mut keys: Vec<u32> = (0..18_001).map(|_| r.next() as u32).collect();
+    // 5 tiles of 6144 over 2 blocks (3 + 2 tiles, the last one partial).
+    let mut keys: Vec<u32> = (0..30_001).map(|_| r.next() as u32).collect();
     let mut want = keys.clone();
     want.sort();
     radix_sort::<u32, ITEMS_32>(&mut keys, None, 0, 2);
@@ -178,7 +178,7 @@ fn radix_sort_pairs_are_stable_both_orders() {
         let mode = MODE_SIGNED | if desc { MODE_DESCENDING } else { 0 };
         // SAFETY: i32 and u32 have the same layout.
         let k32 = unsafe { core::slice::from_raw_parts_mut(keys.as_mut_ptr() as *mut u32, keys.len()) };
-        radix_sort::<u32, ITEMS_32>(k32, Some(&mut vals), mode, 3);
+        radix_sort::<u32, ITEMS_32_PAIRS>(k32, Some(&mut vals), mode, 3);
         let got: Vec<(i32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         assert!(got == want, "pairs (descending = {desc}) differ");
     }
@@ -230,11 +230,12 @@ fn radix_sort_64_bit_keys_and_pairs() {
     let mut vals: Vec<u32> = (0..keys.len() as u32).collect();
     let mut want: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
     want.sort_by_key(|p| p.0);
-    radix_sort::<u64, ITEMS_64>(&mut keys, Some(&mut vals), 0, 2);
+    radix_sort::<u64, ITEMS_64_PAIRS>(&mut keys, Some(&mut vals), 0, 2);
     let got: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
     assert!(got == want, "u64 pairs");
 
-    let mut f: Vec<u64> = (0..3_000).map(|i| ((i % 50) as f64 - 25.0).to_bits()).collect();
+    // 3 tiles of 4096 in one block, the last one partial.
+    let mut f: Vec<u64> = (0..9_000).map(|i| ((i % 50) as f64 - 25.0).to_bits()).collect();
     f[7] = (-0.0f64).to_bits();
     f[8] = f64::NAN.to_bits();
     let mut want: Vec<f64> = f.iter().map(|b| f64::from_bits(*b)).collect();
@@ -252,7 +253,7 @@ fn radix_sort_tiny_inputs() {
         let mut vals: Vec<u32> = (0..n as u32).collect();
         let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         want.sort_by_key(|p| p.0);
-        radix_sort::<u32, ITEMS_32>(&mut keys, Some(&mut vals), 0, 4);
+        radix_sort::<u32, ITEMS_32_PAIRS>(&mut keys, Some(&mut vals), 0, 4);
         let got: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         assert!(got == want, "n = {n}");
     }

@@ -2,8 +2,8 @@
 //! keys, 8 for 64-bit keys). Each pass runs three launches:
 //!
 //! 1. **upsweep** (`rmm_radix_upsweep_*`): block `b` owns the contiguous
-//!    range of `tiles_per_block` tiles starting at tile `b * tiles_per_block`
-//!    and counts the digits of its keys in per-warp shared-memory histograms
+//!    range of `keys_per_block` keys starting at `b * keys_per_block` (a
+//!    whole number of the downsweep's tiles) and counts the digits of its keys in per-warp shared-memory histograms
 //!    (`red.shared.add`); it writes `counts[digit * gridDim.x + b]`
 //!    (digit-major, so that an exclusive scan of `counts` gives each block
 //!    the first output position of each digit);
@@ -31,7 +31,9 @@
 //! others (IEEE floats: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN),
 //! [`MODE_DESCENDING`] then inverts every bit (descending, still stable).
 //!
-//! Tiles: 256 threads × `ITEMS` keys (16 for 32-bit keys, 8 for 64-bit keys).
+//! Downsweep tiles: 256 threads × `ITEMS` keys: 24 for 32-bit keys alone,
+//! 16 for 32-bit keys with values and for 64-bit keys alone, 8 for 64-bit
+//! keys with values (all within 48 KiB of static shared memory).
 
 use crate::device::{
     ballot, block_idx_x, grid_dim_x, lane_id, lanemask_lt, shared_red_add, shfl_idx, sync_threads, sync_warp,
@@ -44,10 +46,16 @@ pub const BLOCK: usize = 256;
 /// Number of digit values (8-bit digits).
 pub const RADIX: usize = 256;
 const WARPS: usize = BLOCK / 32;
-/// Keys per thread per tile for 32-bit keys.
-pub const ITEMS_32: usize = 16;
-/// Keys per thread per tile for 64-bit keys.
-pub const ITEMS_64: usize = 8;
+/// Keys per thread per downsweep tile: 32-bit keys alone.
+pub const ITEMS_32: usize = 24;
+/// Keys per thread per downsweep tile: 32-bit keys with values.
+pub const ITEMS_32_PAIRS: usize = 16;
+/// Keys per thread per downsweep tile: 64-bit keys alone.
+pub const ITEMS_64: usize = 16;
+/// Keys per thread per downsweep tile: 64-bit keys with values.
+pub const ITEMS_64_PAIRS: usize = 8;
+/// Keys each upsweep thread loads per batch.
+pub const UP_BATCH: usize = 16;
 
 /// Mode bit: keys are two's complement integers.
 pub const MODE_SIGNED: u32 = 1;
@@ -95,6 +103,10 @@ fn block_range(n: usize, tiles_per_block: usize, tile: usize) -> (usize, usize) 
     (start, (start + span).min(n))
 }
 
+/// Upsweep body: digit counts of `keys[b * keys_per_block ..][..keys_per_block]`
+/// (clipped to `n`) into `counts[digit * gridDim.x + b]`; each thread loads
+/// `ITEMS` keys per batch.
+///
 /// # Safety
 /// `keys` holds `n` keys; `counts` holds `RADIX * gridDim.x` words;
 /// `s_hist` is shared memory for `WARPS * RADIX` words; 256-thread blocks.
@@ -104,12 +116,12 @@ pub(crate) unsafe fn upsweep<K: SortKey, const ITEMS: usize>(
     n: usize,
     shift: u32,
     mode: u32,
-    tiles_per_block: usize,
+    keys_per_block: usize,
     counts: *mut u32,
     s_hist: *mut u32,
 ) {
     let tid = thread_idx_x() as usize;
-    let (start, end) = block_range(n, tiles_per_block, BLOCK * ITEMS);
+    let (start, end) = block_range(n, keys_per_block, 1);
     // SAFETY (whole body): shared indices are below WARPS * RADIX, global
     // indices below `end <= n` and `RADIX * gridDim.x`; the barriers order
     // the zeroing before the counting and the counting before the sums.
@@ -124,16 +136,14 @@ pub(crate) unsafe fn upsweep<K: SortKey, const ITEMS: usize>(
         let mut i = start + tid;
         while i + (ITEMS - 1) * BLOCK < end {
             let mut ks = [K::ZERO; ITEMS];
-            let mut k = 0;
-            while k < ITEMS {
-                ks[k] = keys.add(i + k * BLOCK).read();
-                k += 1;
-            }
-            k = 0;
-            while k < ITEMS {
-                shared_red_add(mine.add(ks[k].digit(shift, mode) as usize), 1);
-                k += 1;
-            }
+            unroll::<ITEMS>(
+                #[inline(always)]
+                |k| ks[k] = keys.add(i + k * BLOCK).read(),
+            );
+            unroll::<ITEMS>(
+                #[inline(always)]
+                |k| shared_red_add(mine.add(ks[k].digit(shift, mode) as usize), 1),
+            );
             i += ITEMS * BLOCK;
         }
         while i < end {
@@ -354,8 +364,6 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
 }
 
 const HIST_BYTES: usize = WARPS * RADIX * 4;
-const TILE_KEY_BYTES: usize = BLOCK * ITEMS_32 * 4;
-const TILE_KEY_BYTES_64: usize = BLOCK * ITEMS_64 * 8;
 
 macro_rules! down_shared {
     ($k:ty, $key_bytes:expr, $val_bytes:expr) => {
@@ -371,13 +379,14 @@ macro_rules! down_shared {
 }
 
 macro_rules! radix_kernels {
-    ($up:ident, $down:ident, $pairs:ident: $k:ty, $items:expr, $key_bytes:expr) => {
+    ($up:ident, $down:ident, $pairs:ident: $k:ty, $items:expr, $pair_items:expr) => {
         /// Radix upsweep: digit counts of each block's range into
         /// `counts[digit * gridDim.x + block]`.
         ///
         /// # Safety
         /// `keys` holds `n` keys; `counts` holds `256 * gridDim.x` words;
-        /// 256-thread blocks; `shift` is a multiple of 8 below the key width.
+        /// 256-thread blocks; `shift` is a multiple of 8 below the key width;
+        /// `keys_per_block` is the downsweep's `tiles_per_block` times its tile.
         #[no_mangle]
         #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $up(
@@ -385,12 +394,12 @@ macro_rules! radix_kernels {
             n: usize,
             shift: u32,
             mode: u32,
-            tiles_per_block: usize,
+            keys_per_block: usize,
             counts: *mut u32,
         ) {
             let hist = crate::shared_bytes!(rmm_radix_hist, HIST_BYTES) as *mut u32;
             // SAFETY: forwarded host contract; `hist` holds WARPS * RADIX words.
-            unsafe { upsweep::<$k, { $items }>(keys, n, shift, mode, tiles_per_block, counts, hist) }
+            unsafe { upsweep::<$k, UP_BATCH>(keys, n, shift, mode, keys_per_block, counts, hist) }
         }
 
         /// Radix downsweep (keys only): stable scatter of each block's range
@@ -412,7 +421,7 @@ macro_rules! radix_kernels {
             tiles_per_block: usize,
             offsets: *const u32,
         ) {
-            let s = down_shared!($k, $key_bytes, 16);
+            let s = down_shared!($k, BLOCK * $items * core::mem::size_of::<$k>(), 16);
             // SAFETY: forwarded host contract; the value pointers are unused.
             unsafe {
                 downsweep::<$k, { $items }, false>(
@@ -449,10 +458,14 @@ macro_rules! radix_kernels {
             tiles_per_block: usize,
             offsets: *const u32,
         ) {
-            let s = down_shared!($k, $key_bytes, BLOCK * $items * 4);
+            let s = down_shared!(
+                $k,
+                BLOCK * $pair_items * core::mem::size_of::<$k>(),
+                BLOCK * $pair_items * 4
+            );
             // SAFETY: forwarded host contract.
             unsafe {
-                downsweep::<$k, { $items }, true>(
+                downsweep::<$k, { $pair_items }, true>(
                     keys_in,
                     keys_out,
                     vals_in,
@@ -474,12 +487,12 @@ radix_kernels!(
     rmm_radix_downsweep_32,
     rmm_radix_downsweep_pairs_32: u32,
     ITEMS_32,
-    TILE_KEY_BYTES
+    ITEMS_32_PAIRS
 );
 radix_kernels!(
     rmm_radix_upsweep_64,
     rmm_radix_downsweep_64,
     rmm_radix_downsweep_pairs_64: u64,
     ITEMS_64,
-    TILE_KEY_BYTES_64
+    ITEMS_64_PAIRS
 );
