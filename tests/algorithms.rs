@@ -312,6 +312,35 @@ fn exclusive_scan_random_floats_approximately() {
     }
 }
 
+#[test]
+fn algorithms_on_policy_scratch_over_a_stream_ordered_pool() {
+    rmm::require_gpu!();
+    let s = rmm::CudaStream::new().unwrap();
+    let mr = rmm::mr::CudaAsyncMemoryResource::new().unwrap();
+    let policy = ExecPolicy::new(s.view(), mr);
+    for _ in 0..3 {
+        let mut a = policy.scratch::<u64>(100_001).unwrap();
+        let mut b = policy.scratch::<u64>(100_001).unwrap();
+        sequence::sequence(a.as_span_mut(), 5u64, 3, &policy).unwrap();
+        scan::exclusive_scan(a.as_span(), b.as_span_mut(), &policy).unwrap();
+        let n = 100_001u64;
+        // sum of 5 + 3i for i < n
+        assert_eq!(
+            reduce::sum(a.as_span(), &policy).unwrap(),
+            5 * n + 3 * n * (n - 1) / 2
+        );
+        // b[n-1] = sum of the first n-1 terms
+        let m = n - 1;
+        assert_eq!(
+            reduce::max(b.as_span(), &policy).unwrap(),
+            Some(5 * m + 3 * m * (m - 1) / 2)
+        );
+        assert_eq!(reduce::min(b.as_span(), &policy).unwrap(), Some(0));
+        // The scratch frees stream-ordered on drop; the next round reuses the pool.
+    }
+    s.synchronize().unwrap();
+}
+
 // ---------------------------------------------------------------------------
 // CPU only: argument checks (fail before any GPU call) and the PTX
 // ---------------------------------------------------------------------------
