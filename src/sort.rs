@@ -152,14 +152,16 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
             (_, Some((_, vo))) => (vo, alt_v),
         };
         let (mut ks, mut kd, mut vs, mut vd) = (src_k, dst_k, src_v, dst_v);
-        let (mut cnt, mut shift, mut md, mut tpb, mut cp) = (
+        let (mut cnt, mut shift, mut md, mut tpb, mut kpb, mut cp) = (
             n as u64,
             pass * 8,
             mode,
             tiles_per_block as u64,
+            (tiles_per_block * tile) as u64,
             counts.ptr().addr(),
         );
-        let mut up_params = crate::kernel_params!(ks, cnt, shift, md, tpb, cp);
+        // Upsweep: `(keys, n, shift, mode, keys_per_block, counts)`.
+        let mut up_params = crate::kernel_params!(ks, cnt, shift, md, kpb, cp);
         // SAFETY: parameters match the kernels' signatures; buffers hold `n`
         // keys (values) and `counts` 256 * grid words; the scan runs in place
         // on `counts` with `block_sums` sized by its plan; stream ordered.
@@ -167,9 +169,11 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
             k.launch(up, grid as u32, BLOCK, 0, stream, &mut up_params)?;
             scan::scan_raw::<u32>(k, cp, cp, counts_len, block_sums.ptr().addr(), scan_shape, stream)?;
             if b.vals.is_some() {
+                // `(keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)`.
                 let mut p = crate::kernel_params!(ks, kd, vs, vd, cnt, shift, md, tpb, cp);
                 k.launch(down, grid as u32, BLOCK, 0, stream, &mut p)?;
             } else {
+                // `(keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)`.
                 let mut p = crate::kernel_params!(ks, kd, cnt, shift, md, tpb, cp);
                 k.launch(down, grid as u32, BLOCK, 0, stream, &mut p)?;
             }

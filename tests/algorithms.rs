@@ -437,3 +437,59 @@ fn ptx_radix_kernels_use_warp_votes_and_shared_memory() {
     assert!(body("rmm_radix_upsweep_32").contains("red.shared.add.u32"));
     assert!(body("rmm_reduce_sum_f64").contains("shfl.sync.bfly.b32"));
 }
+
+/// The parameter list of `.entry name` as `p` (pointer), `8` or `4` (bytes).
+fn entry_params(ptx: &str, name: &str) -> Vec<String> {
+    let head = ptx
+        .split(&format!(".entry {name}("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no .entry {name}"));
+    let list = &head[..head.find(')').unwrap()];
+    list.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(".param"))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            if words.get(2) == Some(&".ptr") {
+                "p".to_string()
+            } else if words[1].ends_with("64") {
+                "8".to_string()
+            } else {
+                "4".to_string()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ptx_kernel_parameters_match_the_host_launchers() {
+    let ptx = rmm_suite::kernels::PTX;
+    let check = |name: &str, want: &str| {
+        let got = entry_params(ptx, name).join(" ");
+        assert_eq!(got, want, "parameters of {name}");
+    };
+    for w in ["32", "64"] {
+        // (keys, n, shift: u32, mode: u32, keys_per_block, counts)
+        check(&format!("rmm_radix_upsweep_{w}"), "p 8 4 4 8 p");
+        // (keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)
+        check(&format!("rmm_radix_downsweep_{w}"), "p p 8 4 4 8 p");
+        // (keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)
+        check(&format!("rmm_radix_downsweep_pairs_{w}"), "p p p p 8 4 4 8 p");
+    }
+    for (t, w) in [
+        ("u32", "4"),
+        ("i32", "4"),
+        ("f32", "4"),
+        ("u64", "8"),
+        ("i64", "8"),
+        ("f64", "8"),
+    ] {
+        check(&format!("rmm_sequence_{t}"), &format!("p 8 {w} {w}"));
+        for op in ["sum", "min", "max"] {
+            check(&format!("rmm_reduce_{op}_{t}"), "p 8 p");
+        }
+        check(&format!("rmm_scan_partials_{t}"), "p 8 8 p");
+        check(&format!("rmm_scan_single_{t}"), "p 8");
+        check(&format!("rmm_scan_down_{t}"), "p p 8 8 p");
+    }
+}
