@@ -87,6 +87,38 @@ struct Buffers {
     vals: Option<(u64, u64)>,
 }
 
+/// Launch shape of one sort: downsweep tile size, tiles per block, blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    tile: usize,
+    tiles_per_block: usize,
+    grid: usize,
+}
+
+/// Contiguous ranges of whole tiles, at most `resident` blocks (one wave).
+fn shape(n: usize, items: usize, resident: usize) -> Shape {
+    let tile = BLOCK as usize * items;
+    let tiles = n.div_ceil(tile).max(1);
+    let tiles_per_block = tiles.div_ceil(resident.max(1));
+    Shape {
+        tile,
+        tiles_per_block,
+        grid: tiles.div_ceil(tiles_per_block),
+    }
+}
+
+/// `(source, destination)` of pass `pass`: pass 0 reads the input; then the
+/// data alternates between the scratch buffer (even passes write it) and the
+/// output (odd passes), so the last pass of an even count ends in the output
+/// and the input is only ever read.
+fn pass_buffers(pass: u32, input: u64, output: u64, scratch: u64) -> (u64, u64) {
+    match pass {
+        0 => (input, scratch),
+        p if p % 2 == 1 => (scratch, output),
+        _ => (output, scratch),
+    }
+}
+
 /// # Safety
 /// `keys_in`/`keys_out` hold `n` keys of `K` (identical or disjoint);
 /// values likewise hold `n` `u32`s; valid in the policy's stream order.
@@ -109,11 +141,12 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
         (true, false) => (16, "rmm_radix_upsweep_64", "rmm_radix_downsweep_64"),
         (true, true) => (8, "rmm_radix_upsweep_64", "rmm_radix_downsweep_pairs_64"),
     };
-    let tile = BLOCK as usize * items;
-    let tiles = n.div_ceil(tile);
     let resident = k.max_active_blocks(down, BLOCK)? as usize * k.multiprocessors as usize;
-    let tiles_per_block = tiles.div_ceil(resident.max(1));
-    let grid = tiles.div_ceil(tiles_per_block);
+    let Shape {
+        tile,
+        tiles_per_block,
+        grid,
+    } = shape(n, items, resident);
     let counts_len = 256 * grid;
     let scan_shape = scan::plan(k, counts_len);
 
@@ -137,19 +170,10 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
     let alt_k = alt_keys.ptr().addr();
     let alt_v = alt_vals.as_ref().map(|s| s.ptr().addr()).unwrap_or(0);
     for pass in 0..passes {
-        // Pass 0 reads the input; then the data alternates between the
-        // scratch buffer (even passes write it) and the output (odd passes),
-        // so the last (odd) pass ends in the output.
-        let (src_k, dst_k) = match pass {
-            0 => (b.keys_in, alt_k),
-            p if p % 2 == 1 => (alt_k, b.keys_out),
-            _ => (b.keys_out, alt_k),
-        };
-        let (src_v, dst_v) = match (pass, b.vals) {
-            (_, None) => (0, 0),
-            (0, Some((vi, _))) => (vi, alt_v),
-            (p, Some((_, vo))) if p % 2 == 1 => (alt_v, vo),
-            (_, Some((_, vo))) => (vo, alt_v),
+        let (src_k, dst_k) = pass_buffers(pass, b.keys_in, b.keys_out, alt_k);
+        let (src_v, dst_v) = match b.vals {
+            None => (0, 0),
+            Some((vi, vo)) => pass_buffers(pass, vi, vo, alt_v),
         };
         let (mut ks, mut kd, mut vs, mut vd) = (src_k, dst_k, src_v, dst_v);
         let (mut cnt, mut shift, mut md, mut tpb, mut kpb, mut cp) = (
@@ -352,6 +376,59 @@ pub fn sort_pairs_copy<K: RadixKey>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shapes_cover_every_key_with_one_wave() {
+        for n in [
+            1usize,
+            2,
+            6143,
+            6144,
+            6145,
+            1 << 20,
+            (1 << 28) + 3,
+            u32::MAX as usize,
+        ] {
+            for items in [8, 16, 24] {
+                for resident in [1usize, 3, 264, 528] {
+                    let s = shape(n, items, resident);
+                    let span = s.tiles_per_block * s.tile;
+                    assert_eq!(s.tile, 256 * items);
+                    assert!(s.grid <= resident, "{n} {items} {resident}: {s:?}");
+                    assert!(s.grid * span >= n, "{n} {items} {resident}: {s:?}");
+                    assert!(
+                        (s.grid - 1) * span < n,
+                        "empty block: {n} {items} {resident}: {s:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn passes_read_the_input_once_and_end_in_the_output() {
+        let (input, output, scratch) = (0x1000, 0x2000, 0x3000);
+        for passes in [4u32, 8] {
+            let mut current = input;
+            for pass in 0..passes {
+                let (src, dst) = pass_buffers(pass, input, output, scratch);
+                assert_eq!(src, current, "pass {pass} reads what the previous pass wrote");
+                assert_ne!(dst, input, "pass {pass} writes the input");
+                assert_ne!(src, dst);
+                current = dst;
+            }
+            assert_eq!(current, output);
+        }
+        // In place: input == output.
+        let mut current = input;
+        for pass in 0..4 {
+            let (src, dst) = pass_buffers(pass, input, input, scratch);
+            assert_eq!(src, current);
+            assert_ne!(src, dst);
+            current = dst;
+        }
+        assert_eq!(current, input);
+    }
 
     #[test]
     fn overlap_check() {
