@@ -74,6 +74,16 @@ impl Kernels {
         needed.min(self.multiprocessors as usize * 8) as u32
     }
 
+    /// Blocks of `block` threads of kernel `name` that fit on one
+    /// multiprocessor at once (at least 1).
+    ///
+    /// # Errors
+    /// The driver's error when the kernel does not exist.
+    pub fn max_active_blocks(&self, name: &'static str, block: u32) -> Result<u32> {
+        let f = self.function(name)?;
+        Ok(driver::occupancy_max_active_blocks(f, block, 0)?.max(1) as u32)
+    }
+
     /// Launches kernel `name`.
     ///
     /// # Safety

@@ -13,12 +13,24 @@
 //! | [`copy`] | device-to-device copies through the copy kernel |
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
 //! | [`report`] | benchmark charts and memory timelines (CPU only; the `rmm-report` binary) |
+//! | [`sequence`] | iota: `init + i * step` |
+//! | [`reduce`] | sum, min, max to a host value |
+//! | [`scan`] | exclusive prefix sum |
+//! | [`sort`] | stable LSD radix sort of keys and key-value pairs |
+//!
+//! Algorithms take [`rmm::DeviceSpan`]/[`rmm::DeviceSpanMut`] views and an
+//! [`rmm::exec_policy::ExecPolicy`] (stream + scratch resource).
 
 pub mod containers;
 pub mod copy;
 pub mod fill;
 pub mod kernels;
+pub mod numeric;
+pub mod reduce;
 pub mod report;
+pub mod scan;
+pub mod sequence;
+pub mod sort;
 
 pub use rmm;
 

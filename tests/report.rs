@@ -542,10 +542,16 @@ fn report_binary() -> Command {
         return Command::new(built);
     }
     let exe = std::env::current_exe().expect("test executable path");
-    let beside = exe.parent().and_then(|d| d.parent()).map(|d| d.join("rmm-report"));
+    let beside = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("rmm-report"));
     match beside {
         Some(p) if p.exists() => Command::new(p),
-        _ => panic!("rmm-report not found at {} nor beside the test binaries", built.display()),
+        _ => panic!(
+            "rmm-report not found at {} nor beside the test binaries",
+            built.display()
+        ),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::device::{global_thread_x, grid_threads_x};
 
 /// Copies `n` bytes from `src` to `dst` (the ranges must not overlap).
 #[no_mangle]
+#[cfg(target_arch = "nvptx64")]
 pub unsafe extern "ptx-kernel" fn rmm_copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
     let tid = global_thread_x();
     let stride = grid_threads_x();

@@ -53,6 +53,7 @@ fn splat(bits: u64, size: usize) -> u128 {
 
 /// Fills `n` bytes at `ptr` with `value`.
 #[no_mangle]
+#[cfg(target_arch = "nvptx64")]
 pub unsafe extern "ptx-kernel" fn rmm_fill_u8(ptr: *mut u8, n: usize, value: u8) {
     // SAFETY: forwarded host contract.
     unsafe { fill_impl(ptr, n, value, splat(value as u64, 1)) }
@@ -60,6 +61,7 @@ pub unsafe extern "ptx-kernel" fn rmm_fill_u8(ptr: *mut u8, n: usize, value: u8)
 
 /// Fills `n` 2-byte elements at `ptr` with `value`.
 #[no_mangle]
+#[cfg(target_arch = "nvptx64")]
 pub unsafe extern "ptx-kernel" fn rmm_fill_u16(ptr: *mut u16, n: usize, value: u16) {
     // SAFETY: forwarded host contract.
     unsafe { fill_impl(ptr, n, value, splat(value as u64, 2)) }
@@ -67,6 +69,7 @@ pub unsafe extern "ptx-kernel" fn rmm_fill_u16(ptr: *mut u16, n: usize, value: u
 
 /// Fills `n` 4-byte elements at `ptr` with `value`.
 #[no_mangle]
+#[cfg(target_arch = "nvptx64")]
 pub unsafe extern "ptx-kernel" fn rmm_fill_u32(ptr: *mut u32, n: usize, value: u32) {
     // SAFETY: forwarded host contract.
     unsafe { fill_impl(ptr, n, value, splat(value as u64, 4)) }
@@ -74,6 +77,7 @@ pub unsafe extern "ptx-kernel" fn rmm_fill_u32(ptr: *mut u32, n: usize, value: u
 
 /// Fills `n` 8-byte elements at `ptr` with `value`.
 #[no_mangle]
+#[cfg(target_arch = "nvptx64")]
 pub unsafe extern "ptx-kernel" fn rmm_fill_u64(ptr: *mut u64, n: usize, value: u64) {
     // SAFETY: forwarded host contract.
     unsafe { fill_impl(ptr, n, value, splat(value, 8)) }

@@ -731,6 +731,21 @@ pub fn multiprocessor_count(device: i32) -> Result<i32> {
     )
 }
 
+/// How many blocks of `block_size` threads (with `dynamic_shared` bytes of
+/// dynamic shared memory) of `function` fit on one multiprocessor at once
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+pub fn occupancy_max_active_blocks(function: usize, block_size: u32, dynamic_shared: usize) -> Result<i32> {
+    ensure_context()?;
+    let mut blocks: std::os::raw::c_int = 0;
+    call!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        &mut blocks,
+        function as cu::CUfunction,
+        block_size as std::os::raw::c_int,
+        dynamic_shared
+    ))?;
+    Ok(blocks)
+}
+
 /// Launches `function` on `stream` (`cuLaunchKernel`).
 ///
 /// # Safety

@@ -18,6 +18,7 @@
 //! | Devices | [`device`] |
 //! | Addresses | [`DevicePtr`] |
 //! | Errors | [`Error`], [`Result`] |
+//! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -35,6 +36,7 @@ pub mod buffer;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod exec_policy;
 pub mod logger;
 pub mod mr;
 pub mod peer;

@@ -1,0 +1,139 @@
+//! Helpers of the algorithm tests: device arrays, a stream-bound policy and
+//! a deterministic generator.
+#![allow(dead_code)]
+
+use std::marker::PhantomData;
+
+use rmm::exec_policy::ExecPolicy;
+use rmm::mr::{CudaMemoryResource, MemoryResource};
+use rmm::{driver, CudaStream, DevicePtr, DeviceSpan, DeviceSpanMut};
+
+/// SplitMix64.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Approximately standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u = self.unit().max(1e-300);
+        let v = self.unit();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+}
+
+/// A device array owned by the test, with its stream.
+pub struct DevVec<T: Copy> {
+    pub ptr: DevicePtr,
+    pub len: usize,
+    mr: CudaMemoryResource,
+    _t: PhantomData<T>,
+}
+
+impl<T: Copy> DevVec<T> {
+    pub fn upload(data: &[T], s: &CudaStream) -> Self {
+        let mr = CudaMemoryResource::new();
+        let bytes = std::mem::size_of_val(data);
+        let ptr = mr.allocate(bytes, 256, s.view()).unwrap();
+        if bytes > 0 {
+            // SAFETY: `ptr` holds `bytes`; `data` outlives the copy (synchronised).
+            unsafe {
+                driver::memcpy_async(ptr.addr(), data.as_ptr() as u64, bytes, s.view().as_raw()).unwrap()
+            };
+        }
+        s.synchronize().unwrap();
+        DevVec {
+            ptr,
+            len: data.len(),
+            mr,
+            _t: PhantomData,
+        }
+    }
+
+    pub fn zeroed(len: usize, s: &CudaStream) -> Self {
+        let bytes = len * std::mem::size_of::<T>();
+        let mr = CudaMemoryResource::new();
+        let ptr = mr.allocate(bytes, 256, s.view()).unwrap();
+        if bytes > 0 {
+            // SAFETY: `ptr` holds `bytes`.
+            unsafe { driver::memset_async(ptr.addr(), 0, 1, bytes, s.view().as_raw()).unwrap() };
+        }
+        s.synchronize().unwrap();
+        DevVec {
+            ptr,
+            len,
+            mr,
+            _t: PhantomData,
+        }
+    }
+
+    pub fn download(&self, s: &CudaStream) -> Vec<T> {
+        let mut out: Vec<T> = Vec::with_capacity(self.len);
+        let bytes = self.len * std::mem::size_of::<T>();
+        if bytes > 0 {
+            // SAFETY: `out` has room for `len` elements; synchronised before use.
+            unsafe {
+                driver::memcpy_async(out.as_mut_ptr() as u64, self.ptr.addr(), bytes, s.view().as_raw())
+                    .unwrap();
+            }
+        }
+        s.synchronize().unwrap();
+        // SAFETY: the copy wrote all `len` elements (T is plain data).
+        unsafe { out.set_len(self.len) };
+        out
+    }
+
+    pub fn span(&self) -> DeviceSpan<'_, T> {
+        // SAFETY: the allocation holds `len` elements for the borrow.
+        unsafe { DeviceSpan::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn span_mut(&mut self) -> DeviceSpanMut<'_, T> {
+        // SAFETY: as `span`, borrowed exclusively.
+        unsafe { DeviceSpanMut::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Copy> Drop for DevVec<T> {
+    fn drop(&mut self) {
+        let _ = driver::device_synchronize();
+        // SAFETY: allocated in `upload`/`zeroed` with these arguments; the
+        // device is idle.
+        unsafe {
+            self.mr.deallocate(
+                self.ptr,
+                self.len * std::mem::size_of::<T>(),
+                256,
+                rmm::CudaStreamView::DEFAULT,
+            )
+        };
+    }
+}
+
+/// A stream and a policy on it over the CUDA resource.
+pub fn stream_and_policy() -> (CudaStream, ExecPolicy) {
+    let s = CudaStream::new().unwrap();
+    let p = ExecPolicy::new(s.view(), CudaMemoryResource::new());
+    (s, p)
+}
+
+/// Whether a test size runs: `RMM_TEST_MAX_LOG2=k` (optional) skips sizes
+/// above `2^k`, for slow runs under compute-sanitizer (with
+/// `--skip large` for the `*_large` tests).
+pub fn size_ok(n: usize) -> bool {
+    match std::env::var("RMM_TEST_MAX_LOG2")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        Some(k) => n <= 1usize << k.min(63),
+        None => true,
+    }
+}

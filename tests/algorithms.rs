@@ -1,0 +1,495 @@
+//! Sequence, reductions and exclusive scan on a real GPU against CPU
+//! references (rayon), plus CPU-only checks of the PTX and of argument
+//! validation.
+
+mod algo_util;
+
+use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
+use approx::assert_relative_eq;
+use rayon::prelude::*;
+use rmm::exec_policy::ExecPolicy;
+use rmm::mr::SimulatedMemoryResource;
+use rmm::{CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut, Error};
+use rmm_suite::numeric::Numeric;
+use rmm_suite::{reduce, scan, sequence};
+
+/// Test-side arithmetic for each element type.
+trait TestNum: Numeric + Default {
+    const FLOAT: bool;
+    fn random(r: &mut Rng) -> Self;
+    fn small(v: u64) -> Self;
+    fn add(a: Self, b: Self) -> Self;
+    fn min(a: Self, b: Self) -> Self;
+    fn max(a: Self, b: Self) -> Self;
+    fn seq(init: Self, step: Self, i: usize) -> Self;
+    fn as_f64(self) -> f64;
+}
+
+macro_rules! test_int {
+    ($($t:ty),*) => {$(
+        impl TestNum for $t {
+            const FLOAT: bool = false;
+            fn random(r: &mut Rng) -> Self { r.next() as $t }
+            fn small(v: u64) -> Self { v as $t }
+            fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            fn min(a: Self, b: Self) -> Self { Ord::min(a, b) }
+            fn max(a: Self, b: Self) -> Self { Ord::max(a, b) }
+            fn seq(init: Self, step: Self, i: usize) -> Self { init.wrapping_add((i as $t).wrapping_mul(step)) }
+            fn as_f64(self) -> f64 { self as f64 }
+        }
+    )*};
+}
+macro_rules! test_float {
+    ($($t:ty),*) => {$(
+        impl TestNum for $t {
+            const FLOAT: bool = true;
+            fn random(r: &mut Rng) -> Self { (r.unit() * 2.0 - 1.0) as $t }
+            fn small(v: u64) -> Self { v as $t }
+            fn add(a: Self, b: Self) -> Self { a + b }
+            fn min(a: Self, b: Self) -> Self { <$t>::min(a, b) }
+            fn max(a: Self, b: Self) -> Self { <$t>::max(a, b) }
+            fn seq(init: Self, step: Self, i: usize) -> Self { init + (i as $t) * step }
+            fn as_f64(self) -> f64 { self as f64 }
+        }
+    )*};
+}
+test_int!(u32, i32, u64, i64);
+test_float!(f32, f64);
+
+fn same<T: TestNum>(a: T, b: T) -> bool {
+    if T::FLOAT {
+        a.as_f64().to_bits() == b.as_f64().to_bits()
+    } else {
+        a == b
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sequence
+// ---------------------------------------------------------------------------
+
+fn check_sequence<T: TestNum>(n: usize, init: T, step: T) {
+    let (s, policy) = stream_and_policy();
+    let mut out = DevVec::<T>::zeroed(n, &s);
+    sequence::sequence(out.span_mut(), init, step, &policy).unwrap();
+    let got = out.download(&s);
+    for (i, g) in got.iter().enumerate() {
+        let want = T::seq(init, step, i);
+        assert!(
+            same(*g, want),
+            "{}: element {i} of {n}: {g:?} != {want:?}",
+            std::any::type_name::<T>()
+        );
+    }
+}
+
+#[test]
+fn sequence_every_type() {
+    rmm::require_gpu!();
+    for n in [0usize, 1, 2, 1000, (1 << 20) + 3]
+        .into_iter()
+        .filter(|&n| size_ok(n))
+    {
+        check_sequence::<u32>(n, 7, 3);
+        check_sequence::<i32>(n, -50, -2);
+        check_sequence::<u64>(n, 1 << 40, 5);
+        check_sequence::<i64>(n, -(1 << 40), 9);
+        check_sequence::<f32>(n, -1.5, 0.25);
+        check_sequence::<f64>(n, 2.0, -0.125);
+    }
+    // Integer sequences wrap.
+    check_sequence::<u32>(100, u32::MAX - 10, 1);
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------
+
+fn check_reductions<T: TestNum>(n: usize, seed: u64) {
+    let mut r = Rng(seed);
+    let host: Vec<T> = (0..n).map(|_| T::random(&mut r)).collect();
+    let (s, policy) = stream_and_policy();
+    let dev = DevVec::upload(&host, &s);
+    let sum = reduce::sum(dev.span(), &policy).unwrap();
+    let min = reduce::min(dev.span(), &policy).unwrap();
+    let max = reduce::max(dev.span(), &policy).unwrap();
+    let name = std::any::type_name::<T>();
+    if n == 0 {
+        assert!(same(sum, T::ZERO));
+        assert!(min.is_none() && max.is_none());
+        return;
+    }
+    let want_min = host.par_iter().copied().reduce_with(T::min).unwrap();
+    let want_max = host.par_iter().copied().reduce_with(T::max).unwrap();
+    assert!(
+        same(min.unwrap(), want_min),
+        "{name} n={n}: min {min:?} != {want_min:?}"
+    );
+    assert!(
+        same(max.unwrap(), want_max),
+        "{name} n={n}: max {max:?} != {want_max:?}"
+    );
+    if T::FLOAT {
+        // Exact reference in f64 (plenty for |x| < 1 and n <= 2^26), compared
+        // with a tolerance that covers f32 rounding in a tree order.
+        let want: f64 = host.par_iter().map(|x| x.as_f64()).sum();
+        let tol = if std::mem::size_of::<T>() == 4 { 1e-3 } else { 1e-9 };
+        let abs: f64 = host.par_iter().map(|x| x.as_f64().abs()).sum();
+        assert!(
+            (sum.as_f64() - want).abs() <= tol * abs.max(1.0),
+            "{name} n={n}: sum {sum:?} vs {want}"
+        );
+    } else {
+        let want = host.par_iter().copied().reduce(|| T::ZERO, T::add);
+        assert_eq!(sum, want, "{name} n={n}: sum");
+    }
+}
+
+#[test]
+fn reductions_every_type_and_size() {
+    rmm::require_gpu!();
+    for (i, n) in [0usize, 1, 2, 3, 255, 256, 257, 1000, 12_345, (1 << 20) + 7]
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, n)| size_ok(n))
+    {
+        let seed = 100 + i as u64;
+        check_reductions::<u32>(n, seed);
+        check_reductions::<i32>(n, seed);
+        check_reductions::<u64>(n, seed);
+        check_reductions::<i64>(n, seed);
+        check_reductions::<f32>(n, seed);
+        check_reductions::<f64>(n, seed);
+    }
+}
+
+#[test]
+fn reductions_large() {
+    rmm::require_gpu!();
+    check_reductions::<u32>(1 << 26, 7);
+    check_reductions::<f32>(1 << 26, 8);
+    check_reductions::<i64>((1 << 24) + 1, 9);
+    check_reductions::<f64>((1 << 24) + 1, 10);
+}
+
+#[test]
+fn float_sum_of_small_integers_is_exact() {
+    rmm::require_gpu!();
+    let host: Vec<f32> = (0..1_000_003u64).map(|i| (i % 5) as f32).collect();
+    let want: f64 = host.iter().map(|&x| x as f64).sum();
+    let (s, policy) = stream_and_policy();
+    let dev = DevVec::upload(&host, &s);
+    let got = reduce::sum(dev.span(), &policy).unwrap();
+    assert_relative_eq!(got as f64, want, max_relative = 0.0);
+}
+
+#[test]
+fn float_min_max_ignore_nan() {
+    rmm::require_gpu!();
+    let (s, policy) = stream_and_policy();
+    let mut host = vec![f32::NAN; 5000];
+    host[1234] = -3.0;
+    host[4321] = 8.5;
+    host[4999] = 1.0;
+    let dev = DevVec::upload(&host, &s);
+    assert_eq!(reduce::min(dev.span(), &policy).unwrap(), Some(-3.0));
+    assert_eq!(reduce::max(dev.span(), &policy).unwrap(), Some(8.5));
+    let all_nan = DevVec::upload(&[f64::NAN; 300], &s);
+    assert!(reduce::min(all_nan.span(), &policy).unwrap().unwrap().is_nan());
+    assert!(reduce::max(all_nan.span(), &policy).unwrap().unwrap().is_nan());
+    let inf = DevVec::upload(&[f64::INFINITY, f64::NEG_INFINITY, 0.0], &s);
+    assert_eq!(reduce::min(inf.span(), &policy).unwrap(), Some(f64::NEG_INFINITY));
+    assert_eq!(reduce::max(inf.span(), &policy).unwrap(), Some(f64::INFINITY));
+}
+
+#[test]
+fn integer_sums_wrap() {
+    rmm::require_gpu!();
+    let (s, policy) = stream_and_policy();
+    let host = vec![u32::MAX; 1001];
+    let dev = DevVec::upload(&host, &s);
+    let want = host.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+    assert_eq!(reduce::sum(dev.span(), &policy).unwrap(), want);
+    let neg = DevVec::upload(&[i64::MIN; 3], &s);
+    assert_eq!(reduce::min(neg.span(), &policy).unwrap(), Some(i64::MIN));
+    assert_eq!(reduce::sum(neg.span(), &policy).unwrap(), i64::MIN);
+}
+
+// ---------------------------------------------------------------------------
+// Exclusive scan
+// ---------------------------------------------------------------------------
+
+fn cpu_exclusive<T: TestNum>(v: &[T]) -> Vec<T> {
+    let mut acc = T::ZERO;
+    v.iter()
+        .map(|&x| {
+            let out = acc;
+            acc = T::add(acc, x);
+            out
+        })
+        .collect()
+}
+
+fn check_scan<T: TestNum>(n: usize, seed: u64, in_place: bool) {
+    let mut r = Rng(seed);
+    // Floats: small integers, so every partial sum is exact in f32 (sums stay
+    // below 2^24 for n <= 2^22 + 5) and the order of additions does not matter.
+    let host: Vec<T> = (0..n)
+        .map(|_| {
+            if T::FLOAT {
+                T::small(r.next() % 3)
+            } else {
+                T::random(&mut r)
+            }
+        })
+        .collect();
+    let want = cpu_exclusive(&host);
+    let (s, policy) = stream_and_policy();
+    let got = if in_place {
+        let mut d = DevVec::upload(&host, &s);
+        scan::exclusive_scan_in_place(d.span_mut(), &policy).unwrap();
+        d.download(&s)
+    } else {
+        let input = DevVec::upload(&host, &s);
+        let mut out = DevVec::<T>::zeroed(n, &s);
+        scan::exclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+        assert!(
+            input.download(&s).iter().zip(&host).all(|(a, b)| same(*a, *b)),
+            "input changed"
+        );
+        out.download(&s)
+    };
+    let name = std::any::type_name::<T>();
+    for i in 0..n {
+        assert!(
+            same(got[i], want[i]),
+            "{name} n={n} in_place={in_place}: element {i}: {:?} != {:?}",
+            got[i],
+            want[i]
+        );
+    }
+}
+
+#[test]
+fn exclusive_scan_every_type_and_size() {
+    rmm::require_gpu!();
+    for (i, n) in [0usize, 1, 2, 7, 2047, 2048, 2049, 100_003, (1 << 22) + 5]
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, n)| size_ok(n))
+    {
+        let seed = 500 + i as u64;
+        for in_place in [false, true] {
+            check_scan::<u32>(n, seed, in_place);
+            check_scan::<i32>(n, seed, in_place);
+            check_scan::<u64>(n, seed, in_place);
+            check_scan::<i64>(n, seed, in_place);
+            check_scan::<f32>(n, seed, in_place);
+            check_scan::<f64>(n, seed, in_place);
+        }
+    }
+}
+
+#[test]
+fn exclusive_scan_large() {
+    rmm::require_gpu!();
+    check_scan::<u32>(1 << 26, 1, false);
+    check_scan::<u64>((1 << 25) + 3, 2, true);
+}
+
+#[test]
+fn exclusive_scan_random_floats_approximately() {
+    rmm::require_gpu!();
+    let mut r = Rng(77);
+    let host: Vec<f64> = (0..300_001).map(|_| r.unit()).collect();
+    let want = cpu_exclusive(&host);
+    let (s, policy) = stream_and_policy();
+    let input = DevVec::upload(&host, &s);
+    let mut out = DevVec::<f64>::zeroed(host.len(), &s);
+    scan::exclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+    for (g, w) in out.download(&s).iter().zip(&want) {
+        assert_relative_eq!(*g, *w, max_relative = 1e-9, epsilon = 1e-9);
+    }
+}
+
+#[test]
+fn algorithms_on_policy_scratch_over_a_stream_ordered_pool() {
+    rmm::require_gpu!();
+    let s = rmm::CudaStream::new().unwrap();
+    let mr = rmm::mr::CudaAsyncMemoryResource::new().unwrap();
+    let policy = ExecPolicy::new(s.view(), mr);
+    for _ in 0..3 {
+        let mut a = policy.scratch::<u64>(100_001).unwrap();
+        let mut b = policy.scratch::<u64>(100_001).unwrap();
+        sequence::sequence(a.as_span_mut(), 5u64, 3, &policy).unwrap();
+        scan::exclusive_scan(a.as_span(), b.as_span_mut(), &policy).unwrap();
+        let n = 100_001u64;
+        // sum of 5 + 3i for i < n
+        assert_eq!(
+            reduce::sum(a.as_span(), &policy).unwrap(),
+            5 * n + 3 * n * (n - 1) / 2
+        );
+        // b[n-1] = sum of the first n-1 terms
+        let m = n - 1;
+        assert_eq!(
+            reduce::max(b.as_span(), &policy).unwrap(),
+            Some(5 * m + 3 * m * (m - 1) / 2)
+        );
+        assert_eq!(reduce::min(b.as_span(), &policy).unwrap(), Some(0));
+        // The scratch frees stream-ordered on drop; the next round reuses the pool.
+    }
+    s.synchronize().unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// CPU only: argument checks (fail before any GPU call) and the PTX
+// ---------------------------------------------------------------------------
+
+fn fake_span<T>(addr: u64, len: usize) -> DeviceSpan<'static, T> {
+    // SAFETY: never dereferenced: the calls below fail on their arguments first.
+    unsafe { DeviceSpan::from_raw_parts(DevicePtr::new(addr), len) }
+}
+fn fake_span_mut<T>(addr: u64, len: usize) -> DeviceSpanMut<'static, T> {
+    // SAFETY: as `fake_span`.
+    unsafe { DeviceSpanMut::from_raw_parts(DevicePtr::new(addr), len) }
+}
+
+#[test]
+fn scan_rejects_bad_arguments_without_a_gpu() {
+    let policy = ExecPolicy::new(CudaStreamView::DEFAULT, SimulatedMemoryResource::new(1 << 20));
+    let e =
+        scan::exclusive_scan(fake_span::<u32>(1 << 40, 10), fake_span_mut(1 << 41, 11), &policy).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = scan::exclusive_scan(
+        fake_span::<u64>(1 << 40, 10),
+        fake_span_mut((1 << 40) + 8, 10),
+        &policy,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    // Empty work returns before touching the device.
+    scan::exclusive_scan(fake_span::<f32>(0, 0), fake_span_mut(0, 0), &policy).unwrap();
+    scan::exclusive_scan_in_place(fake_span_mut::<i32>(0, 0), &policy).unwrap();
+    sequence::sequence(fake_span_mut::<f64>(0, 0), 1.0, 1.0, &policy).unwrap();
+    assert_eq!(reduce::sum(fake_span::<u64>(0, 0), &policy).unwrap(), 0);
+    assert_eq!(reduce::min(fake_span::<f32>(0, 0), &policy).unwrap(), None);
+    assert_eq!(reduce::max(fake_span::<i32>(0, 0), &policy).unwrap(), None);
+}
+
+/// The body of each `.entry` in the PTX, by kernel name.
+fn entries(ptx: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = ptx;
+    while let Some(at) = rest.find(".entry ") {
+        let after = &rest[at + 7..];
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let end = after.find("\n}").map(|e| e + 2).unwrap_or(after.len());
+        out.push((name, after[..end].to_string()));
+        rest = &after[end..];
+    }
+    out
+}
+
+#[test]
+fn ptx_has_every_algorithm_entry_point() {
+    let ptx = rmm_suite::kernels::PTX;
+    let names: Vec<String> = entries(ptx).into_iter().map(|(n, _)| n).collect();
+    for name in rmm_suite::numeric::all_kernel_names()
+        .into_iter()
+        .chain(rmm_suite::sort::KERNEL_NAMES)
+    {
+        assert!(names.iter().any(|n| n == name), "missing .entry {name}");
+    }
+}
+
+#[test]
+fn ptx_kernels_use_no_local_memory_and_declare_shared_once() {
+    for (name, body) in entries(rmm_suite::kernels::PTX) {
+        assert!(
+            !body.contains(".local"),
+            "{name} uses local memory (register spill or stack array)"
+        );
+        let mut declared: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(".shared .align 16 .b8 "))
+            .map(|l| l.split('[').next().unwrap_or(""))
+            .collect();
+        let total = declared.len();
+        declared.sort_unstable();
+        declared.dedup();
+        assert_eq!(total, declared.len(), "{name} declares a shared array twice");
+    }
+}
+
+#[test]
+fn ptx_radix_kernels_use_warp_votes_and_shared_memory() {
+    let all = entries(rmm_suite::kernels::PTX);
+    let body = |n: &str| all.iter().find(|(k, _)| k == n).map(|(_, b)| b.clone()).unwrap();
+    for k in ["rmm_radix_downsweep_32", "rmm_radix_downsweep_pairs_64"] {
+        let b = body(k);
+        assert!(b.contains("vote.sync.ballot.b32"), "{k}");
+        assert!(b.contains("bar.warp.sync"), "{k}");
+        assert!(b.contains(".shared .align 16 .b8 rmm_radix_keys["), "{k}");
+    }
+    assert!(body("rmm_radix_upsweep_32").contains("red.shared.add.u32"));
+    assert!(body("rmm_reduce_sum_f64").contains("shfl.sync.bfly.b32"));
+}
+
+/// The parameter list of `.entry name` as `p` (pointer), `8` or `4` (bytes).
+fn entry_params(ptx: &str, name: &str) -> Vec<String> {
+    let head = ptx
+        .split(&format!(".entry {name}("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no .entry {name}"));
+    let list = &head[..head.find(')').unwrap()];
+    list.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(".param"))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            if words.get(2) == Some(&".ptr") {
+                "p".to_string()
+            } else if words[1].ends_with("64") {
+                "8".to_string()
+            } else {
+                "4".to_string()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ptx_kernel_parameters_match_the_host_launchers() {
+    let ptx = rmm_suite::kernels::PTX;
+    let check = |name: &str, want: &str| {
+        let got = entry_params(ptx, name).join(" ");
+        assert_eq!(got, want, "parameters of {name}");
+    };
+    for w in ["32", "64"] {
+        // (keys, n, shift: u32, mode: u32, keys_per_block, counts)
+        check(&format!("rmm_radix_upsweep_{w}"), "p 8 4 4 8 p");
+        // (keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)
+        check(&format!("rmm_radix_downsweep_{w}"), "p p 8 4 4 8 p");
+        // (keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)
+        check(&format!("rmm_radix_downsweep_pairs_{w}"), "p p p p 8 4 4 8 p");
+    }
+    for (t, w) in [
+        ("u32", "4"),
+        ("i32", "4"),
+        ("f32", "4"),
+        ("u64", "8"),
+        ("i64", "8"),
+        ("f64", "8"),
+    ] {
+        check(&format!("rmm_sequence_{t}"), &format!("p 8 {w} {w}"));
+        for op in ["sum", "min", "max"] {
+            check(&format!("rmm_reduce_{op}_{t}"), "p 8 p");
+        }
+        check(&format!("rmm_scan_partials_{t}"), "p 8 8 p");
+        check(&format!("rmm_scan_single_{t}"), "p 8");
+        check(&format!("rmm_scan_down_{t}"), "p p 8 8 p");
+    }
+}
