@@ -38,8 +38,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::mr::{
-    CudaAsyncMemoryResource, CudaMemoryResource, FreeBlockStats, ManagedMemoryResource, MemoryResource,
-    SharedResource, SimulatedMemoryResource,
+    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
+    FreeBlockStats, ManagedMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource,
+    SimulatedMemoryResource,
 };
 use crate::ptr::DevicePtr;
 
@@ -384,11 +385,30 @@ fn apply(s: &mut Shared, e: &Event, mr: &dyn MemoryResource) {
 }
 
 /// Names [`make_resource`] knows.
-pub const RESOURCE_NAMES: &[&str] = &["simulated", "cuda", "cuda_async", "managed"];
+pub const RESOURCE_NAMES: &[&str] = &[
+    "simulated",
+    "simulated-pool",
+    "simulated-binning",
+    "simulated-arena",
+    "cuda",
+    "cuda_async",
+    "managed",
+    "pool",
+    "binning",
+    "arena",
+];
 
-/// Builds a resource to replay against, by name: `simulated` (a simulated
-/// device of `size` bytes; runs without a GPU), `cuda`, `cuda_async`,
-/// `managed`. To add one, add a match arm.
+/// Builds a resource to replay against, by name:
+///
+/// * without a GPU: `simulated` (a simulated device of `size` bytes),
+///   `simulated-pool` (a pool that may grow to `size` over it, as RMM's
+///   replay does with `--size`), `simulated-binning` (bins of 256 KiB to
+///   4 MiB over that pool), `simulated-arena` (an arena of `size` bytes over it);
+/// * on a GPU: `cuda`, `cuda_async`, `managed`, `pool` (over cuda, growing
+///   from 0), `binning` (256 KiB to 4 MiB bins over that pool), `arena`
+///   (over cuda, half of free memory).
+///
+/// To add one, add a match arm.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an unknown name; [`Error::Logic`] when a
@@ -417,6 +437,35 @@ pub fn make_resource(name: &str, size: usize) -> Result<SharedResource> {
             needs_gpu()?;
             SharedResource::new(ManagedMemoryResource::new())
         }
+        "simulated-pool" => SharedResource::new(simulated_pool(size)?),
+        "simulated-binning" => SharedResource::new(BinningMemoryResource::with_fixed_bins(
+            simulated_pool(size)?,
+            18,
+            22,
+        )?),
+        "simulated-arena" => SharedResource::new(ArenaMemoryResource::new(
+            SimulatedMemoryResource::new(size),
+            ArenaOptions::default().arena_size(crate::align::align_down(size, 256)),
+        )?),
+        "pool" => {
+            needs_gpu()?;
+            SharedResource::new(PoolMemoryResource::new(
+                CudaMemoryResource::new(),
+                PoolOptions::default(),
+            )?)
+        }
+        "binning" => {
+            needs_gpu()?;
+            let pool = PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default())?;
+            SharedResource::new(BinningMemoryResource::with_fixed_bins(pool, 18, 22)?)
+        }
+        "arena" => {
+            needs_gpu()?;
+            SharedResource::new(ArenaMemoryResource::new(
+                CudaMemoryResource::new(),
+                ArenaOptions::default(),
+            )?)
+        }
         other => {
             return Err(Error::InvalidArgument(format!(
                 "unknown resource {other:?}; known: {}",
@@ -424,6 +473,15 @@ pub fn make_resource(name: &str, size: usize) -> Result<SharedResource> {
             )))
         }
     })
+}
+
+/// A pool that may grow to `size` bytes over a simulated device of `size` bytes.
+fn simulated_pool(size: usize) -> Result<PoolMemoryResource<SimulatedMemoryResource>> {
+    let max = crate::align::align_down(size, 256);
+    PoolMemoryResource::new(
+        SimulatedMemoryResource::new(size),
+        PoolOptions::default().maximum_pool_size(max),
+    )
 }
 
 #[cfg(test)]

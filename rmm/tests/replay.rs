@@ -408,3 +408,35 @@ fn a_panicking_resource_does_not_hang_the_replay() {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay(&events, &mr)));
     assert!(r.is_err(), "the panic is passed on");
 }
+
+#[test]
+fn replay_over_simulated_sub_allocators_reports_fragmentation() {
+    let events = fixture_events();
+    for name in ["simulated-pool", "simulated-binning", "simulated-arena"] {
+        let mr = rmm::replay::make_resource(name, common::GIB).unwrap();
+        let report = replay(&events, mr.inner());
+        assert_eq!(report.peak_bytes, 2_004_608, "{name}");
+        assert_eq!(report.failed_allocations, 0, "{name}");
+        if name == "simulated-pool" {
+            let stats = report
+                .free_blocks_at_peak
+                .expect("the pool reports its free blocks");
+            assert!(stats.largest_free_block <= stats.free_bytes);
+            assert!(stats.free_bytes == 0 || stats.free_blocks >= 1);
+            let pool = mr
+                .inner()
+                .downcast_ref::<rmm::mr::PoolMemoryResource<SimulatedMemoryResource>>()
+                .expect("a pool");
+            // Everything is freed after the replay: the whole pool is free again.
+            assert_eq!(pool.free_bytes(), pool.pool_size());
+            let live_at_peak = 512 + 2_000_128 + 4096;
+            assert!(stats.free_bytes + live_at_peak <= pool.pool_size());
+            let after = mr.free_block_stats().unwrap();
+            assert_eq!(after.free_bytes, pool.pool_size());
+        }
+    }
+    assert!(matches!(
+        rmm::replay::make_resource("no-such", common::GIB),
+        Err(rmm::Error::InvalidArgument(_))
+    ));
+}

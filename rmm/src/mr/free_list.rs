@@ -128,6 +128,11 @@ impl CoalescingFreeList {
         self.bytes
     }
 
+    /// Number of free blocks.
+    pub fn block_count(&self) -> usize {
+        self.by_start.len()
+    }
+
     /// Size of the largest free block (0 when empty).
     pub fn largest(&self) -> usize {
         let small = self.by_size.last().map_or(0, |&k| (k >> 64) as usize);

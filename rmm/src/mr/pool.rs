@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::free_list::CoalescingFreeList;
 use super::stream_ordered::{Backing, StreamOrdered};
-use super::{check_base_alignment, MemoryResource, SharedResource};
+use super::{check_base_alignment, FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
@@ -411,6 +411,17 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.host_accessible
+    }
+
+    fn free_block_stats(&self) -> Option<FreeBlockStats> {
+        let state = self.state();
+        let mut stats = FreeBlockStats::default();
+        for list in state.lists() {
+            stats.free_bytes += list.free_bytes();
+            stats.free_blocks += list.block_count();
+            stats.largest_free_block = stats.largest_free_block.max(list.largest());
+        }
+        Some(stats)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -216,6 +216,11 @@ impl<B: Backing> StreamOrdered<B> {
         self.lists.iter().map(|l| l.list.free_bytes()).sum()
     }
 
+    /// Every stream's list, for statistics.
+    pub fn lists(&self) -> impl Iterator<Item = &B::List> {
+        self.lists.iter().map(|l| &l.list)
+    }
+
     /// Calls `f` on every stream's list.
     pub fn for_each_list(&mut self, mut f: impl FnMut(&mut B::List, &B)) {
         for l in &mut self.lists {
