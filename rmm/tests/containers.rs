@@ -6,7 +6,6 @@
 //! resource: sizes, capacities, reallocation bookkeeping and error paths that
 //! must fail before any GPU work.
 
-#[allow(dead_code)]
 mod common;
 
 use std::sync::Mutex;
@@ -321,7 +320,7 @@ where
     let mut v = DeviceUvector::from_slice_with_resource(values, s, mr.clone()).unwrap();
     assert_eq!(
         (v.len(), v.capacity(), v.size_bytes()),
-        (n, n, n * std::mem::size_of::<T>()),
+        (n, n, std::mem::size_of_val(values)),
         "{name}"
     );
     assert_eq!(v.copy_to_host(s).unwrap(), values, "{name}");
