@@ -415,10 +415,13 @@ mod tests {
         );
     }
 
+    /// Calls seen by a callback resource: (what, bytes, stream handle).
+    type CallLog = Arc<Mutex<Vec<(&'static str, usize, usize)>>>;
+
     #[test]
     fn scratch_frees_on_the_policy_stream_through_its_resource() {
         let sim = SimulatedMemoryResource::new(1 << 20);
-        let log: Arc<Mutex<Vec<(&'static str, usize, usize)>>> = Arc::default();
+        let log: CallLog = Arc::default();
         let (s1, s2, l1, l2) = (sim.clone(), sim.clone(), log.clone(), log.clone());
         let mr = CallbackMemoryResource::new(
             move |bytes, align, s| {
