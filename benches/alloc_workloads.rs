@@ -3,7 +3,9 @@
 //! (`impl,resource,workload,params,seconds,ns_per_op,failed`, impl `rmm-rs`).
 //!
 //! With a GPU: rows for `cuda`, `cuda_async`, `pool`, `binning`, `arena`
-//! and `vmpool`, configured as WORKLOADS.md says. Without one: `pool`,
+//! and `vmpool`, configured as WORKLOADS.md says, plus `statistics_pool` and
+//! `tracking_pool` (those adaptors over the `pool` configuration), which
+//! measure the adaptors' overhead against the `pool` rows. Without one: `pool`,
 //! `binning` and `arena` over a simulated device (addresses only; what is
 //! measured is the bookkeeping's CPU cost), with a note on stderr.
 //!
@@ -15,7 +17,7 @@ use std::time::Instant;
 use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
     MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
-    VirtualPoolMemoryResource, VirtualPoolOptions,
+    StatisticsAdaptor, TrackingAdaptor, VirtualPoolMemoryResource, VirtualPoolOptions,
 };
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 
@@ -210,6 +212,17 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
 }
 
 fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
+    // Adaptor overhead rows: the adaptor over the `pool` row's pool.
+    match name {
+        "statistics_pool" => {
+            return build("pool", gpu, sim_capacity).map(|p| SharedResource::new(StatisticsAdaptor::new(p)))
+        }
+        "tracking_pool" => {
+            return build("pool", gpu, sim_capacity)
+                .map(|p| SharedResource::new(TrackingAdaptor::new(p, false)))
+        }
+        _ => {}
+    }
     let r = if gpu {
         match name {
             "cuda" => Ok(SharedResource::new(CudaMemoryResource::new())),
@@ -276,14 +289,23 @@ fn main() {
     // A simulated device the size of an H200's free memory.
     let sim_capacity = 140 * 1024 * MIB;
     let all: &[&str] = if gpu {
-        &["cuda", "cuda_async", "pool", "binning", "arena", "vmpool"]
+        &[
+            "cuda",
+            "cuda_async",
+            "pool",
+            "binning",
+            "arena",
+            "vmpool",
+            "statistics_pool",
+            "tracking_pool",
+        ]
     } else {
         eprintln!(
-            "alloc_workloads: no GPU; running pool, binning and arena over a simulated device of {} GiB \
-             (bookkeeping cost only)",
+            "alloc_workloads: no GPU; running pool, binning, arena and the adaptor rows over a simulated \
+             device of {} GiB (bookkeeping cost only)",
             sim_capacity >> 30
         );
-        &["pool", "binning", "arena"]
+        &["pool", "binning", "arena", "statistics_pool", "tracking_pool"]
     };
     println!("impl,resource,workload,params,seconds,ns_per_op,failed");
     for &name in all {

@@ -2,7 +2,10 @@
 //! has one `log` logger): file output, line format, level filtering, and
 //! adaptor failures reported at error level.
 
-use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource, TrackingAdaptor};
+use rmm::mr::{
+    LimitingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource,
+    TrackingAdaptor,
+};
 
 #[test]
 fn debug_log_file_format_and_levels() {
@@ -54,5 +57,32 @@ fn debug_log_file_format_and_levels() {
         lines[3]
     );
     assert_eq!(lines[4], format!("{p}: 1234 bytes"));
+
+    // Pool growth at debug, a failed growth at error.
+    let pool = PoolMemoryResource::new(
+        SimulatedMemoryResource::new(1 << 20),
+        PoolOptions::default().maximum_pool_size(1 << 20),
+    )
+    .unwrap();
+    let q = pool.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).unwrap();
+    // Over the maximum, and then more than the room left to grow.
+    assert!(pool.allocate(1 << 21, 256, rmm::CudaStreamView::DEFAULT).is_err());
+    assert!(pool
+        .allocate(768 << 10, 256, rmm::CudaStreamView::DEFAULT)
+        .is_err());
+    // SAFETY: q came from `pool` with these arguments.
+    unsafe { pool.deallocate(q, 4096, 256, rmm::CudaStreamView::DEFAULT) };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let rest: Vec<&str> = text.lines().skip(5).collect();
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("][debug ] PoolMemoryResource: grew by")),
+        "{text}"
+    );
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("][error ] out_of_memory") && l.contains("PoolMemoryResource")),
+        "{text}"
+    );
     std::fs::remove_file(&path).unwrap();
 }

@@ -129,6 +129,11 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
                 Ok(p) if is_aligned(p.addr() as usize, CUDA_ALLOCATION_ALIGNMENT) && !p.is_null() => {
                     self.chunks.insert(p.addr(), try_size);
                     self.pool_size += try_size;
+                    log::debug!(
+                        "PoolMemoryResource: grew by {try_size} bytes at {p} for a {size}-byte request \
+                         (pool size now {})",
+                        self.pool_size
+                    );
                     let chunks = &self.chunks;
                     list.insert(p.addr(), try_size, |a| chunks.contains_key(&a));
                     return Ok(());
@@ -144,6 +149,7 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
                     )));
                 }
                 Err(e) if e.is_out_of_memory() && try_size > size => {
+                    log::debug!("PoolMemoryResource: upstream could not give {try_size} bytes; halving");
                     try_size = (try_size / 2).max(size);
                 }
                 Err(e) if e.is_out_of_memory() => {

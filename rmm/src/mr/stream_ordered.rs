@@ -146,14 +146,16 @@ impl<B: Backing> StreamOrdered<B> {
     /// Allocates `size` bytes (a multiple of 256) in `stream` order.
     pub fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
         if size > self.backing.max_allocation() {
-            return Err(Error::OutOfMemory {
+            let e = Error::OutOfMemory {
                 requested: size,
                 reason: format!(
                     "{}: maximum allocation size exceeded ({} bytes)",
                     self.backing.name(),
                     self.backing.max_allocation()
                 ),
-            });
+            };
+            log::error!("{e}");
+            return Err(e);
         }
         let own = self.index_of(stream);
         if let Some(a) = self.lists[own].list.take(size) {
