@@ -142,3 +142,50 @@ fn eight_threads_over_both_devices_driver_pools() {
         reset_per_device_resource(DeviceId(d));
     }
 }
+
+/// One pool and one arena per device, each made with its device current,
+/// used by 8 threads spread over both devices.
+#[test]
+fn eight_threads_over_both_devices_pools_and_arenas() {
+    use rmm::mr::{ArenaMemoryResource, ArenaOptions, PoolMemoryResource, PoolOptions};
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let mut per_device: Vec<[SharedResource; 2]> = Vec::new();
+    for d in 0..2 {
+        let _g = DeviceGuard::new(DeviceId(d)).unwrap();
+        let pool = PoolMemoryResource::new(
+            CudaMemoryResource::new(),
+            PoolOptions::default().initial_pool_size(1 << 30),
+        )
+        .unwrap();
+        let arena = ArenaMemoryResource::new(
+            CudaMemoryResource::new(),
+            ArenaOptions::default().arena_size(4 << 30),
+        )
+        .unwrap();
+        per_device.push([SharedResource::new(pool), SharedResource::new(arena)]);
+    }
+    std::thread::scope(|scope| {
+        for t in 0..8usize {
+            let d = t % 2;
+            let mr = per_device[d][(t / 2) % 2].clone();
+            scope.spawn(move || {
+                device::set_current_device(DeviceId(d as i32)).unwrap();
+                common::mixed_random(mr.inner(), 1500, 1 << 20, 500 + t as u64);
+                // Memory of each device's resources lives on that device.
+                let p = mr.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).unwrap();
+                assert_eq!(
+                    driver::pointer_kind(p.addr()).unwrap(),
+                    PointerKind::Device(d as i32)
+                );
+                // SAFETY: allocated just above from mr; unused.
+                unsafe { mr.deallocate(p, 4096, 256, rmm::CudaStreamView::DEFAULT) };
+            });
+        }
+    });
+    // Each device's resources go away with their device current.
+    for (d, mrs) in per_device.into_iter().enumerate() {
+        let _g = DeviceGuard::new(DeviceId(d as i32)).unwrap();
+        drop(mrs);
+    }
+}
