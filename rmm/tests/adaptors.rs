@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use common::{KIB, MIB};
 use rmm::mr::{
-    AlignedAdaptor, CallbackMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor, ManagedMemoryResource, MemoryResource,
-    PrefetchAdaptor, SharedResource, SimulatedMemoryResource, StatisticsAdaptor, ThreadSafeAdaptor,
-    TrackingAdaptor,
+    AlignedAdaptor, ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CallbackMemoryResource,
+    CudaAsyncMemoryResource, CudaMemoryResource, FailureCallbackAdaptor, LimitingAdaptor, LoggingAdaptor,
+    ManagedMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions, PrefetchAdaptor, SharedResource,
+    SimulatedMemoryResource, StatisticsAdaptor, ThreadSafeAdaptor, TrackingAdaptor,
 };
 use rmm::{CudaStream, CudaStreamView, DevicePtr, Error};
 
@@ -107,6 +107,36 @@ conformance_suite!(stacked_type_erased_sim, cpu, || {
         SharedResource::new(limited),
     )))
 });
+
+// Adaptors over the sub-allocators (over simulated devices, so they run in CI).
+fn sim_pool() -> PoolMemoryResource<SimulatedMemoryResource> {
+    PoolMemoryResource::new(sim(), PoolOptions::default()).expect("pool")
+}
+
+fn sim_binning() -> BinningMemoryResource<PoolMemoryResource<SimulatedMemoryResource>> {
+    BinningMemoryResource::with_fixed_bins(sim_pool(), 18, 22).expect("binning")
+}
+
+fn sim_arena() -> ArenaMemoryResource<SimulatedMemoryResource> {
+    ArenaMemoryResource::new(sim(), ArenaOptions::default().arena_size(32 * common::GIB)).expect("arena")
+}
+
+conformance_suite!(stacked_over_pool_sim, cpu, || stack(sim_pool()));
+conformance_suite!(stacked_over_binning_sim, cpu, || stack(sim_binning()));
+conformance_suite!(stacked_over_arena_sim, cpu, || stack(sim_arena()));
+conformance_suite!(aligned_over_pool_sim, cpu, || {
+    AlignedAdaptor::new(sim_pool(), 4096, 0).expect("aligned")
+});
+conformance_suite!(aligned_over_arena_sim, cpu, || {
+    AlignedAdaptor::new(sim_arena(), 64 * KIB, 16 * KIB).expect("aligned")
+});
+conformance_suite!(failure_callback_over_binning_sim, cpu, || {
+    FailureCallbackAdaptor::new(sim_binning(), |_| false)
+});
+conformance_suite!(thread_safe_over_arena_sim, cpu, || ThreadSafeAdaptor::new(
+    sim_arena()
+));
+conformance_suite!(prefetch_over_pool_sim, cpu, || PrefetchAdaptor::new(sim_pool()));
 
 // ---------------------------------------------------------------------------
 // Helpers
