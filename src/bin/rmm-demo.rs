@@ -861,3 +861,129 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Option<Args>, String> {
+        parse_args(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn arguments() {
+        let a = args(&[]).unwrap().unwrap();
+        assert_eq!(
+            (a.steps, a.out, a.simulated),
+            (DEFAULT_STEPS, PathBuf::from("demo-out"), false)
+        );
+        let a = args(&["--steps", "7", "--out=x/y", "--simulated"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.steps, a.out, a.simulated), (7, PathBuf::from("x/y"), true));
+        assert!(args(&["--help"]).unwrap().is_none());
+        for bad in [
+            &["--steps"][..],
+            &["--steps", "0"],
+            &["--steps", "x"],
+            &["--what"],
+            &["--simulated=1"],
+        ] {
+            assert!(args(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn plan_covers_every_step() {
+        for steps in [1, 2, 9, 100, 12_345, 1_000_000] {
+            let p = Plan::new(steps, GIB);
+            assert_eq!(p.steps(), steps);
+            assert!(p.large >= 1);
+        }
+    }
+
+    #[test]
+    fn log_uniform_stays_in_range() {
+        let mut rng = Rng(1);
+        let sizes: Vec<usize> = (0..10_000).map(|_| rng.log_uniform(256, 64 * MIB)).collect();
+        assert!(sizes.iter().all(|&s| (256..=64 * MIB).contains(&s)));
+        // Log-uniform: about as many below 128 KiB (the geometric middle) as above.
+        let below = sizes.iter().filter(|&&s| s < 128 * KIB).count();
+        assert!((4000..6000).contains(&below), "{below}");
+    }
+
+    #[test]
+    fn out_of_memory_is_counted_not_fatal() {
+        // A device far smaller than the workload's cap: many allocations fail.
+        let sim = SimulatedMemoryResource::new(256 * MIB);
+        let plan = Plan::new(5000, 8 * GIB);
+        let stats = run_workload(
+            &sim,
+            CudaStreamView::DEFAULT,
+            false,
+            &plan,
+            42,
+            &ProgressBar::hidden(),
+        );
+        let total = stats.total();
+        assert!(total.failed > 0);
+        assert!(stats.error.is_none(), "{:?}", stats.error);
+        assert_eq!(sim.allocated_bytes(), 0, "everything freed");
+        assert_eq!(sim.bad_frees(), 0);
+        assert!(stats.peak <= 256 * MIB);
+    }
+
+    #[test]
+    fn same_seed_same_workload() {
+        let run = || {
+            let pool = PoolMemoryResource::new(
+                SimulatedMemoryResource::new(SIMULATED_FREE),
+                PoolOptions::default().initial_pool_size(GIB),
+            )
+            .unwrap();
+            let plan = Plan::new(3000, 2 * GIB);
+            let s = run_workload(
+                &pool,
+                CudaStreamView::DEFAULT,
+                false,
+                &plan,
+                42,
+                &ProgressBar::hidden(),
+            );
+            (s.phases.map(|p| (p.ops, p.failed)), s.peak)
+        };
+        let (a, b) = (run(), run());
+        assert_eq!(a, b);
+        assert!(a.0.iter().all(|&(ops, failed)| ops > 0 && failed == 0));
+    }
+
+    #[test]
+    fn csv_rows_per_phase_and_total() {
+        let stats = RunStats {
+            phases: [
+                PhaseStats {
+                    ops: 10,
+                    seconds: 1e-6,
+                    failed: 0,
+                },
+                PhaseStats {
+                    ops: 4,
+                    seconds: 2e-6,
+                    failed: 1,
+                },
+                PhaseStats {
+                    ops: 6,
+                    seconds: 1e-6,
+                    failed: 0,
+                },
+            ],
+            peak: 0,
+            error: None,
+        };
+        let rows = csv_rows(&[Measured { name: "pool", stats }], "x");
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[3].workload, "all");
+        assert!((rows[3].ns_per_op - 200.0).abs() < 1e-9);
+        assert_eq!(rows[3].failed, 1);
+    }
+}
