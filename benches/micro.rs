@@ -33,9 +33,13 @@ use rmm::mr::{
 };
 use rmm::{CudaStream, CudaStreamView, DeviceUvector};
 
+/// One kibibyte.
 const KIB: usize = 1 << 10;
+/// One mebibyte.
 const MIB: usize = 1 << 20;
+/// One gibibyte.
 const GIB: usize = 1 << 30;
+/// Alignment of every request (the CUDA allocation alignment).
 const ALIGN: usize = 256;
 /// The simulated device's size.
 const SIMULATED_CAPACITY: usize = 80 * GIB;
@@ -125,6 +129,7 @@ struct Stream {
 }
 
 impl Stream {
+    /// The stream's view (the default stream when simulated).
     fn view(&self) -> CudaStreamView {
         self.stream
             .as_ref()
@@ -268,6 +273,7 @@ fn bench_resource(c: &mut Criterion, res: &Candidate, stream: &Stream) {
     group.finish();
 }
 
+/// The simulated resources, then the GPU resources when a GPU is present.
 fn benches(c: &mut Criterion) {
     let sim_stream = Stream { stream: None };
     for res in simulated_resources() {

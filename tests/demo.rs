@@ -12,11 +12,13 @@ use rmm_suite::report::csv::{parse_alloc_csv, parse_memlog};
 struct TempDir(PathBuf);
 
 impl TempDir {
+    /// The folder's path, not created (the demo creates it).
     fn new(name: &str) -> TempDir {
         let dir = std::env::temp_dir().join(format!("rmm-demo-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         TempDir(dir)
     }
+    /// The folder.
     fn path(&self) -> &Path {
         &self.0
     }
@@ -46,6 +48,7 @@ fn demo_binary() -> Command {
     }
 }
 
+/// Runs the demo with `args` and `--out out`; returns its output and stdout.
 fn run_demo(args: &[&str], out: &Path) -> (Output, String) {
     let output = demo_binary()
         .args(args)

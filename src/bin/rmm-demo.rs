@@ -46,13 +46,16 @@ use rmm_suite::report::csv::{read_memlog_file, AllocRow};
 use rmm_suite::report::timeline::{render_svg, Timeline, TimelineOptions};
 use rmm_suite::report::{human_bytes, write_text, ReportError};
 
+/// One kibibyte.
 const KIB: usize = 1 << 10;
+/// One mebibyte.
 const MIB: usize = 1 << 20;
+/// One gibibyte.
 const GIB: usize = 1 << 30;
 /// Alignment of every request (the CUDA allocation alignment).
 const ALIGN: usize = 256;
 /// Workload steps (allocations) per resource unless `--steps` says otherwise.
-const DEFAULT_STEPS: usize = 100_000;
+const DEFAULT_STEPS: usize = 200_000;
 /// At most this many steps in the logged pool run (its event log grows by
 /// about 75 bytes per operation).
 const LOGGED_MAX_STEPS: usize = 400_000;
@@ -72,9 +75,10 @@ const PHASE_PARAMS: [&str; 4] = [
 /// Header of `results.csv`.
 const CSV_HEADER: &str = "impl,resource,workload,params,seconds,ns_per_op,failed";
 
+/// The help text.
 const USAGE: &str = "\
 usage: rmm-demo [--steps N] [--out DIR] [--simulated]
-  --steps N     workload steps (allocations) per resource, default 100000
+  --steps N     workload steps (allocations) per resource, default 200000
                 (cudaMalloc runs at most 10000: each call costs tens of microseconds)
   --out DIR     folder for results.csv, ns_per_op.svg, pool_events.csv and
                 pool_timeline.svg (default demo-out)
@@ -132,6 +136,7 @@ fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
 struct Rng(u64);
 
 impl Rng {
+    /// The next 64 random bits.
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -163,6 +168,7 @@ struct Plan {
 }
 
 impl Plan {
+    /// Splits `steps`: a few large buffers (1/200, 8..=64), the rest half scratch, half mixed.
     fn new(steps: usize, cap: usize) -> Plan {
         let large = (steps / 200).clamp(8, 64).min(steps);
         let rest = steps - large;
@@ -174,6 +180,7 @@ impl Plan {
         }
     }
 
+    /// All steps of the plan.
     fn steps(&self) -> usize {
         self.scratch + self.large + self.mixed
     }
@@ -188,6 +195,7 @@ struct PhaseStats {
 }
 
 impl PhaseStats {
+    /// Nanoseconds per allocate or deallocate call.
     fn ns_per_op(&self) -> f64 {
         self.seconds * 1e9 / self.ops.max(1) as f64
     }
@@ -204,6 +212,7 @@ struct RunStats {
 }
 
 impl RunStats {
+    /// The three phases added up.
     fn total(&self) -> PhaseStats {
         self.phases.iter().fold(PhaseStats::default(), |a, p| PhaseStats {
             ops: a.ops + p.ops,
@@ -220,6 +229,7 @@ struct Ticker<'a> {
 }
 
 impl Ticker<'_> {
+    /// Counts `n` steps done.
     fn add(&mut self, n: usize) {
         self.pending += n as u64;
         if self.pending >= 512 {
@@ -227,6 +237,7 @@ impl Ticker<'_> {
         }
     }
 
+    /// Moves the bar by the steps not shown yet.
     fn flush(&mut self) {
         self.bar.inc(self.pending);
         self.pending = 0;
@@ -442,6 +453,7 @@ struct Sizes {
 }
 
 impl Sizes {
+    /// Cap 1/8 of `free` (at most 8 GiB), pools 1/4 (at most 16 GiB), arena 1/2 (at most 32 GiB).
     fn from_free(free: usize) -> Sizes {
         let round = |b: usize| rmm::align::align_down(b, ALIGN);
         Sizes {
@@ -452,6 +464,7 @@ impl Sizes {
     }
 }
 
+/// The GPU resources: cuda (fewer steps), cuda_async, pool, binning, arena.
 fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
     let plan = Plan::new(steps, sizes.cap);
     let pool = sizes.pool;
@@ -517,6 +530,7 @@ fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
     ]
 }
 
+/// The resources over the simulated device, and the simulated resource alone.
 fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
     let plan = Plan::new(steps, sizes.cap);
     let (pool, arena) = (sizes.pool, sizes.arena);
@@ -584,6 +598,7 @@ enum Target {
 }
 
 impl Target {
+    /// The stream the workload runs on (the default one when simulated).
     fn stream(&self) -> CudaStreamView {
         match self {
             Target::Gpu(s) => s.view(),
@@ -591,6 +606,7 @@ impl Target {
         }
     }
 
+    /// True on a real GPU.
     fn is_gpu(&self) -> bool {
         matches!(self, Target::Gpu(_))
     }
@@ -635,11 +651,12 @@ fn choose_target(args: &Args) -> (Target, Sizes) {
     (Target::Gpu(stream), Sizes::from_free(free))
 }
 
+/// Prints the summary table; `base` is the baseline's name and ns/op.
 fn print_table(rows: &[Measured], base: Option<(&str, f64)>) {
     println!();
     println!(
         "{:<12} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9}",
-        "resource", "ops", "time s", "ns/op", "speed-up", "peak live", "failures"
+        "resource", "ops", "time s", "ns/op", "speed-up", "peak bytes", "failures"
     );
     for m in rows {
         let t = m.stats.total();
@@ -662,6 +679,9 @@ fn print_table(rows: &[Measured], base: Option<(&str, f64)>) {
         }
         None => println!("speed-up: not shown (the baseline resource did not run)"),
     }
+    println!(
+        "peak bytes: most bytes the workload held at once; failures: allocations that returned an error"
+    );
     for m in rows {
         if let Some(e) = &m.stats.error {
             println!("{}: first error that was not out-of-memory: {e}", m.name);
@@ -758,6 +778,7 @@ fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<Pa
     Ok(vec![log_path, svg_path])
 }
 
+/// Runs the demo: 0 on success, 1 when results could not be written, 2 on a usage error.
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
@@ -866,6 +887,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
+    /// Parses string literals as arguments.
     fn args(list: &[&str]) -> Result<Option<Args>, String> {
         parse_args(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
