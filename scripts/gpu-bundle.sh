@@ -51,8 +51,8 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and "bench" in m["target"].get("kind", []):
         print(m["target"]["name"] + " " + m["executable"])
 ' | while read -r name exe; do cp "$exe" "$out/tools/bench-$name"; done
-# The replay and report tests look for their programs beside bin/.
-cp "$out/tools/rmm-replay" "$out/tools/rmm-report" "$out/"
+# The replay, report and demo tests look for their programs beside bin/.
+cp "$out/tools/rmm-replay" "$out/tools/rmm-report" "$out/tools/rmm-demo" "$out/"
 cp scripts/gpu-run.sh "$out/run.sh"
 du -sh "$out"
 ls "$out/bin" "$out/tools"
