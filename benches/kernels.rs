@@ -124,11 +124,9 @@ impl Drop for Buf<'_> {
     }
 }
 
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// One SplitMix64 step from `z`.
+fn splitmix(z: u64) -> u64 {
+    rmm::testing::SplitMix64(z).next()
 }
 
 fn random_u64(n: usize, seed: u64) -> Vec<u64> {

@@ -133,30 +133,7 @@ fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
 }
 
 /// SplitMix64 (the generator of the anchors' workloads).
-struct Rng(u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A value below `n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// A size log-uniform in `lo..=hi` bytes.
-    fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let size = lo as f64 * (hi as f64 / lo as f64).powf(u);
-        (size.round() as usize).clamp(lo, hi)
-    }
-}
+use rmm::testing::SplitMix64 as Rng;
 
 /// How many steps each phase takes and the cap on live bytes.
 #[derive(Debug, Clone, Copy)]

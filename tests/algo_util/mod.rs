@@ -8,27 +8,8 @@ use rmm::exec_policy::ExecPolicy;
 use rmm::mr::{CudaMemoryResource, MemoryResource};
 use rmm::{driver, CudaStream, DevicePtr, DeviceSpan, DeviceSpanMut};
 
-/// SplitMix64.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Approximately standard normal (Box-Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u = self.unit().max(1e-300);
-        let v = self.unit();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-}
+/// SplitMix64 (with `unit` and `normal`).
+pub use rmm::testing::SplitMix64 as Rng;
 
 /// A device array owned by the test, with its stream.
 pub struct DevVec<T: Copy> {

@@ -16,20 +16,7 @@ pub const KIB: usize = 1 << 10;
 pub const MIB: usize = 1 << 20;
 pub const GIB: usize = 1 << 30;
 
-/// SplitMix64, the generator of ../shared/anchors/WORKLOADS.md.
-pub struct SplitMix64(pub u64);
-impl SplitMix64 {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+pub use rmm::testing::SplitMix64;
 
 /// Streams for a resource: real ones on a GPU, distinct fake handles for
 /// simulated resources (which never touch streams).
