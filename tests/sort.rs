@@ -5,13 +5,11 @@
 mod algo_util;
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicUsize, Ordering as AtOrd};
-use std::sync::Arc;
 
 use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
-use rmm::mr::{CallbackMemoryResource, CudaMemoryResource, MemoryResource, SimulatedMemoryResource};
+use rmm::mr::{CudaMemoryResource, LimitingAdaptor, SimulatedMemoryResource};
 use rmm::{CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut, Error};
 use rmm_suite::sort::{sort_keys, sort_keys_copy, sort_pairs, sort_pairs_copy, Order, RadixKey};
 
@@ -304,32 +302,10 @@ fn float_order_nan_and_signed_zero() {
     check_pairs(&b64, Order::Ascending);
 }
 
-/// Stands for the LimitingAdaptor (another engineer adds it): a resource
-/// over `CudaMemoryResource` that fails with out-of-memory above `limit` live bytes.
-fn limited_resource(limit: usize) -> CallbackMemoryResource {
-    let live = Arc::new(AtomicUsize::new(0));
-    let (l1, l2) = (live.clone(), live);
-    let (m1, m2) = (CudaMemoryResource::new(), CudaMemoryResource::new());
-    CallbackMemoryResource::new(
-        move |bytes, align, s| {
-            let now = l1.fetch_add(bytes, AtOrd::SeqCst) + bytes;
-            if now > limit {
-                l1.fetch_sub(bytes, AtOrd::SeqCst);
-                return Err(Error::OutOfMemory {
-                    requested: bytes,
-                    reason: format!("limit of {limit} bytes"),
-                });
-            }
-            m1.allocate(bytes, align, s).inspect_err(|_| {
-                l1.fetch_sub(bytes, AtOrd::SeqCst);
-            })
-        },
-        move |p, bytes, align, s| {
-            // SAFETY: forwarded from the callback resource's contract.
-            unsafe { m2.deallocate(p, bytes, align, s) };
-            l2.fetch_sub(bytes, AtOrd::SeqCst);
-        },
-    )
+/// A `LimitingAdaptor` over `CudaMemoryResource`: out-of-memory above
+/// `limit` live bytes.
+fn limited_resource(limit: usize) -> LimitingAdaptor<CudaMemoryResource> {
+    LimitingAdaptor::new(CudaMemoryResource::new(), limit)
 }
 
 #[test]
