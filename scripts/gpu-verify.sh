@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU verification in one call, on the GPU machine, from the
-# repository root with .gpu-bundle/ (scripts/gpu-bundle.sh) and, for the
-# benchmarks, .anchors/ (../shared/anchors/stage.sh) carried along:
+# repository root with .gpu-bundle.tgz or .gpu-bundle/ (scripts/gpu-bundle.sh)
+# and, for the benchmarks, .anchors/ (../shared/anchors/stage.sh) carried along:
 #
 #   bash scripts/gpu-verify.sh tests      # every test binary, RMM_REQUIRE_GPU=1
 #   bash scripts/gpu-verify.sh memcheck   # compute-sanitizer memcheck (sizes capped)
@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 export RMM_REQUIRE_GPU=1
 if [ "$gpus" -ge 2 ]; then export RMM_REQUIRE_GPUS=2; fi
+if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then tar xzf .gpu-bundle.tgz; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # These two binaries stall when their GPU tests run in parallel (README).
 export SERIAL_BINS="adaptors containers"
