@@ -12,6 +12,10 @@ conformance_suite!(cuda, gpu, CudaMemoryResource::new);
 conformance_suite!(managed, gpu, ManagedMemoryResource::new, max = 256 * common::MIB);
 conformance_suite!(cuda_async, gpu, || CudaAsyncMemoryResource::new()
     .expect("cuda_async"));
+// A view over a pool that the view keeps alive (added after the last GPU run).
+conformance_suite!(cuda_async_view, gpu, || CudaAsyncMemoryResource::new()
+    .expect("cuda_async")
+    .view());
 conformance_suite!(
     pinned_host,
     gpu,
