@@ -192,6 +192,32 @@ impl<B: Backing> StreamOrdered<B> {
         })
     }
 
+    /// Allocates a request of `bytes` (> 0) rounded up to 256 bytes, for
+    /// resources whose blocks are the rounded request (pool, virtual pool).
+    pub fn allocate_rounded(&mut self, bytes: usize, stream: CudaStreamView) -> Result<u64> {
+        let size =
+            crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| {
+                Error::OutOfMemory {
+                    requested: bytes,
+                    reason: format!("{}: size overflows", self.backing.name()),
+                }
+            })?;
+        self.allocate(size, stream)
+    }
+
+    /// Frees a request of `bytes` made through
+    /// [`allocate_rounded`](Self::allocate_rounded); an impossible size is
+    /// logged and ignored.
+    pub fn deallocate_rounded(&mut self, addr: u64, bytes: usize, stream: CudaStreamView) {
+        match crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT) {
+            Some(size) => self.deallocate(addr, size, stream),
+            None => log::error!(
+                "{}: free of {addr:#x} with impossible size {bytes}",
+                self.backing.name()
+            ),
+        }
+    }
+
     /// Returns a block freed on `stream`; overlapping frees are logged and ignored.
     pub fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
         if !self.backing.contains(addr, size) {

@@ -354,22 +354,14 @@ impl MemoryResource for VirtualPoolMemoryResource {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        let size = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| Error::OutOfMemory {
-            requested: bytes,
-            reason: "VirtualPoolMemoryResource: size overflows".into(),
-        })?;
-        self.state().allocate(size, stream).map(DevicePtr::new)
+        self.state().allocate_rounded(bytes, stream).map(DevicePtr::new)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        let Some(size) = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) else {
-            log::error!("VirtualPoolMemoryResource: free of {ptr} with impossible size {bytes}");
-            return;
-        };
-        self.state().deallocate(ptr.addr(), size, stream);
+        self.state().deallocate_rounded(ptr.addr(), bytes, stream);
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
