@@ -7,13 +7,19 @@
 #   bash scripts/gpu-verify.sh memcheck   # compute-sanitizer memcheck (sizes capped)
 #   bash scripts/gpu-verify.sh racecheck  # racecheck on the kernels (tiny sizes)
 #   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy
-#   bash scripts/gpu-verify.sh all        # all four, in that order
+#   bash scripts/gpu-verify.sh demo       # the demo on the GPU and the criterion micro benchmarks
+#   bash scripts/gpu-verify.sh all        # tests, memcheck, racecheck, bench, in that order
+#   bash scripts/gpu-verify.sh sanitizers # with 2+ GPUs: racecheck on GPU 1 beside tests,
+#                                         # memcheck and demo on GPU 0; else one after another
 #
 # With two or more GPUs the multi-GPU tests must run (RMM_REQUIRE_GPUS).
 # Logs and CSVs land in $OUT when it is set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+# CUDA_VISIBLE_DEVICES=1 (e.g. a sanitizer on the second GPU while another
+# runs on the first) hides the others from the tests.
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .); fi
 export RMM_REQUIRE_GPU=1
 if [ "$gpus" -ge 2 ]; then export RMM_REQUIRE_GPUS=2; fi
 if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then tar xzf .gpu-bundle.tgz; fi
@@ -24,19 +30,41 @@ status=0
 step() {
   case "$1" in
     tests)
-      BIN_TIMEOUT=300 bash .gpu-bundle/run.sh || status=1 ;;
+      BIN_TIMEOUT=${BIN_TIMEOUT:-120} bash .gpu-bundle/run.sh || status=1 ;;
     memcheck)
       RUN_TAG=memcheck RMM_TEST_MAX_LOG2=16 TEST_ARGS="--skip large" BIN_TIMEOUT=300 \
         bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck --error-exitcode 1 \
         --report-api-errors no || status=1 ;;
     racecheck)
-      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large" BIN_TIMEOUT=400 \
+      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
         ONLY_BINS="algorithms sort fill copy container_ops" \
         bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1 ;;
     bench)
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
       bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1 ;;
-    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|all)" >&2; exit 2 ;;
+    demo)
+      mkdir -p .gpu-bench
+      .gpu-bundle/rmm-demo --out .gpu-bench/demo-out || status=1
+      # Criterion with short windows: a look at every resource, not a study.
+      .gpu-bundle/tools/bench-micro --bench --noplot --warm-up-time 0.2 --measurement-time 0.5 \
+        | tee .gpu-bench/micro.txt || status=1
+      if [ -n "${OUT:-}" ]; then tar czf "$OUT/demo.tgz" -C .gpu-bench demo-out micro.txt; fi ;;
+    sanitizers)
+      if [ "$gpus" -ge 2 ]; then
+        (CUDA_VISIBLE_DEVICES=1 bash "$0" racecheck >"${OUT:-.}/racecheck.txt" 2>&1) &
+        step tests
+        CUDA_VISIBLE_DEVICES=0 bash "$0" memcheck || status=1
+        RUN_TAG=memcheck-multi ONLY_BINS=multi_device BIN_TIMEOUT=300 \
+          bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck --error-exitcode 1 \
+          --report-api-errors no || status=1
+        CUDA_VISIBLE_DEVICES=0 bash "$0" demo || status=1
+        wait || status=1
+        grep -E "SUMMARY|rc=[1-9]|TIMED" "${OUT:-.}/racecheck.txt"
+        grep -q "failed=0 skipped=0 .*sanitizer_errors=0" "${OUT:-.}/racecheck.txt" || status=1
+      else
+        for s in tests memcheck racecheck demo; do step "$s"; done
+      fi ;;
+    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|demo|sanitizers|all)" >&2; exit 2 ;;
   esac
 }
 if [ "${1:-all}" = all ]; then

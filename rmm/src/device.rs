@@ -45,6 +45,22 @@ pub fn current_device() -> Result<DeviceId> {
     driver::current_device().map(DeviceId)
 }
 
+/// Reports `what`, a resource of `device`, used while another device is
+/// current.
+///
+/// # Errors
+/// [`Error::Logic`](crate::Error::Logic) naming both devices; the driver's
+/// error when no GPU is usable.
+pub(crate) fn ensure_current(what: &str, device: DeviceId) -> Result<()> {
+    let current = current_device()?;
+    if current != device {
+        return Err(crate::Error::Logic(format!(
+            "{what} belongs to {device} but {current} is current: make its device current first"
+        )));
+    }
+    Ok(())
+}
+
 /// Makes `device` current on this thread (like `cudaSetDevice`).
 ///
 /// # Errors

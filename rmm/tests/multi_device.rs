@@ -189,3 +189,99 @@ fn eight_threads_over_both_devices_pools_and_arenas() {
         drop(mrs);
     }
 }
+
+/// Pools, arenas, fixed-size and binning resources over the stateless cuda
+/// resource record the device current at their construction: they report
+/// it, the registry refuses them for the other device, their slow paths
+/// (growth, defragmentation) refuse to run under the other device, and they
+/// release their memory on their own device when dropped under another.
+#[test]
+fn sub_allocators_over_cuda_record_their_device() {
+    use rmm::mr::{
+        ArenaMemoryResource, ArenaOptions, BinningMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
+        PoolMemoryResource, PoolOptions,
+    };
+    let _l = lock();
+    rmm::require_gpus!(2);
+    let (pool, arena, fixed, binning, free_before) = {
+        let _g = DeviceGuard::new(DeviceId(0)).unwrap();
+        let free_before = device::available_device_memory().unwrap().0;
+        let pool = PoolMemoryResource::new(
+            CudaMemoryResource::new(),
+            PoolOptions::default().initial_pool_size(64 << 20),
+        )
+        .unwrap();
+        let arena = ArenaMemoryResource::new(
+            CudaMemoryResource::new(),
+            ArenaOptions::default().arena_size(64 << 20),
+        )
+        .unwrap();
+        let fixed = FixedSizeMemoryResource::new(
+            CudaMemoryResource::new(),
+            FixedSizeOptions::default()
+                .block_size(1 << 20)
+                .blocks_to_preallocate(2),
+        )
+        .unwrap();
+        let binning = BinningMemoryResource::with_fixed_bins(CudaMemoryResource::new(), 18, 20).unwrap();
+        (pool, arena, fixed, binning, free_before)
+    };
+    assert_eq!(pool.device(), Some(DeviceId(0)));
+    assert_eq!(arena.device(), Some(DeviceId(0)));
+    assert_eq!(fixed.device(), Some(DeviceId(0)));
+    assert_eq!(binning.device(), Some(DeviceId(0)));
+    for mr in [
+        SharedResource::new(pool.clone()),
+        SharedResource::new(arena.clone()),
+        SharedResource::new(fixed.clone()),
+    ] {
+        assert!(
+            matches!(set_per_device_resource(DeviceId(1), mr), Err(Error::Logic(_))),
+            "a device-0 resource is refused as device 1's"
+        );
+    }
+
+    let _g1 = DeviceGuard::new(DeviceId(1)).unwrap();
+    let s = rmm::CudaStreamView::DEFAULT;
+    // Growth under device 1: refused, naming both devices.
+    let r = pool.allocate(128 << 20, 256, s);
+    assert!(
+        matches!(r, Err(Error::Logic(ref m)) if m.contains("device 0") && m.contains("device 1")),
+        "{r:?}"
+    );
+    let r = fixed.allocate(4096, 256, s).and_then(|a| {
+        let b = fixed.allocate(4096, 256, s);
+        let c = fixed.allocate(4096, 256, s);
+        // SAFETY: `a` came from `fixed` just above; unused.
+        unsafe { fixed.deallocate(a, 4096, 256, s) };
+        if let Ok(b) = b {
+            // SAFETY: as above.
+            unsafe { fixed.deallocate(b, 4096, 256, s) };
+        }
+        c
+    });
+    assert!(
+        matches!(r, Err(Error::Logic(_))),
+        "third block needs a new chunk: {r:?}"
+    );
+    // The arena hands out its device-0 memory without a device operation;
+    // a request that only defragmenting could serve is refused.
+    let a = arena.allocate(48 << 20, 256, s).unwrap();
+    let r = arena.allocate(48 << 20, 256, s);
+    assert!(
+        matches!(r, Err(Error::Logic(ref m)) if m.contains("ArenaMemoryResource")),
+        "{r:?}"
+    );
+    // SAFETY: `a` came from `arena` just above; unused.
+    unsafe { arena.deallocate(a, 48 << 20, 256, s) };
+    // Dropped under device 1: memory returns to device 0 and device 1
+    // stays current.
+    drop((pool, arena, fixed, binning));
+    assert_eq!(device::current_device().unwrap(), DeviceId(1));
+    let _g0 = DeviceGuard::new(DeviceId(0)).unwrap();
+    let free_after = device::available_device_memory().unwrap().0;
+    assert!(
+        free_after + (8 << 20) >= free_before,
+        "device 0 got its memory back: {free_before} before, {free_after} after"
+    );
+}

@@ -834,3 +834,31 @@ fn foreign_frees_are_ignored() {
         upstream.deallocate(foreign, 4096, 256, S);
     }
 }
+
+/// Over the stateless cuda resource, sub-allocators record the device
+/// current at construction; over the simulated one, none.
+#[test]
+fn sub_allocators_over_cuda_report_the_current_device() {
+    let sim_pool = pool_over(sim(), MIB);
+    assert_eq!(sim_pool.device(), None);
+    rmm::require_gpu!();
+    let current = rmm::device::current_device().unwrap();
+    let pool = PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default()).unwrap();
+    let arena = ArenaMemoryResource::new(
+        CudaMemoryResource::new(),
+        ArenaOptions::default().arena_size(16 * MIB),
+    )
+    .unwrap();
+    let fixed = FixedSizeMemoryResource::new(
+        CudaMemoryResource::new(),
+        FixedSizeOptions::default().blocks_to_preallocate(1),
+    )
+    .unwrap();
+    assert_eq!(pool.device(), Some(current));
+    assert_eq!(arena.device(), Some(current));
+    assert_eq!(fixed.device(), Some(current));
+    // Growth with the right device current works as before.
+    let p = pool.allocate(MIB, 256, CudaStreamView::DEFAULT).unwrap();
+    // SAFETY: allocated just above from `pool`; unused.
+    unsafe { pool.deallocate(p, MIB, 256, CudaStreamView::DEFAULT) };
+}

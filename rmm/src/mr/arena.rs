@@ -12,7 +12,7 @@ use super::arena_book::{ArenaBook, Freed, GlobalBook};
 use super::stream_ordered::StreamKey;
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
-use crate::device::DeviceId;
+use crate::device::{ensure_current, DeviceId};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -101,6 +101,7 @@ struct ArenaInner<U: MemoryResource> {
 
 impl<U: MemoryResource> Drop for ArenaInner<U> {
     fn drop(&mut self) {
+        let _device = super::device_guard_logged("ArenaMemoryResource", self.device);
         if !self.simulated {
             if let Err(e) = crate::driver::device_synchronize() {
                 log::error!("ArenaMemoryResource: device synchronize before release failed: {e}");
@@ -215,6 +216,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 "ArenaMemoryResource: arena size {size} is smaller than 1 MiB"
             )));
         }
+        let device = super::bound_device(&upstream)?;
         let base = upstream.allocate(size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)?;
         let sync = if simulated {
             Ok(())
@@ -237,7 +239,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         Ok(ArenaMemoryResource {
             inner: Arc::new(ArenaInner {
                 uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
-                device: upstream.device(),
+                device,
                 device_accessible: upstream.is_device_accessible(),
                 host_accessible: upstream.is_host_accessible(),
                 upstream,
@@ -283,6 +285,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         let all = self.all_arenas();
         let mut g = lock(&self.inner.global);
         let mut books: Vec<MutexGuard<'_, ArenaBook>> = all.iter().map(|a| lock(&a.book)).collect();
+        let _device = super::device_guard_logged("ArenaMemoryResource", self.inner.device);
         if !self.inner.simulated {
             if let Err(e) = crate::driver::device_synchronize() {
                 log::error!("ArenaMemoryResource: device synchronize for defragmentation failed: {e}");
@@ -428,6 +431,11 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         };
         if let Some(a) = self.try_allocate(size, stream) {
             return Ok(DevicePtr::new(a));
+        }
+        // Defragmenting synchronises the device: wrong under another current
+        // device, and rare enough to check for it here.
+        if let Some(device) = self.inner.device {
+            ensure_current("ArenaMemoryResource", device)?;
         }
         self.defragment();
         match self.try_allocate(size, stream) {

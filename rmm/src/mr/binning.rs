@@ -177,7 +177,12 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     fn device(&self) -> Option<DeviceId> {
-        self.inner.upstream.device()
+        // A stateless upstream (cuda) names no device; its fixed-size bins
+        // record the one current when they were made.
+        self.inner
+            .upstream
+            .device()
+            .or_else(|| self.inner.bins.iter().find_map(|(_, r)| r.device()))
     }
 
     fn is_simulated(&self) -> bool {

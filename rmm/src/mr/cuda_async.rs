@@ -5,7 +5,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::{check_base_alignment, MemoryResource};
-use crate::device::{current_device, DeviceGuard, DeviceId};
+use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
@@ -273,17 +273,6 @@ fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
     r.downcast_ref::<CudaAsyncViewMemoryResource>().map(|v| v.pool)
 }
 
-/// Reports a resource used while another device is current.
-pub(crate) fn check_device(what: &str, device: DeviceId) -> Result<()> {
-    let current = current_device()?;
-    if current != device {
-        return Err(Error::Logic(format!(
-            "{what} belongs to {device} but {current} is current: make its device current first"
-        )));
-    }
-    Ok(())
-}
-
 fn pool_allocate(
     what: &'static str,
     pool: usize,
@@ -296,7 +285,7 @@ fn pool_allocate(
     if bytes == 0 {
         return Ok(DevicePtr::NULL);
     }
-    check_device(what, device)?;
+    ensure_current(what, device)?;
     driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| match e {
         Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
             requested,
@@ -312,7 +301,7 @@ unsafe fn pool_deallocate(what: &'static str, device: DeviceId, ptr: DevicePtr, 
     if ptr.is_null() {
         return;
     }
-    let guard = match check_device(what, device) {
+    let guard = match ensure_current(what, device) {
         Ok(()) => None,
         Err(e) => {
             log::error!("{e} (freeing {ptr} with its device made current)");

@@ -153,6 +153,7 @@ struct FixedInner<U: MemoryResource> {
 impl<U: MemoryResource> Drop for FixedInner<U> {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _device = super::device_guard_logged("FixedSizeMemoryResource", self.device);
         if !self.simulated {
             if let Err(e) = crate::driver::device_synchronize() {
                 log::error!("FixedSizeMemoryResource: device synchronize before release failed: {e}");
@@ -230,7 +231,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
                 ))
             })?;
         let simulated = upstream.is_simulated();
-        let device = upstream.device();
+        let device = super::bound_device(&upstream)?;
         let (device_accessible, host_accessible) =
             (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = FixedBacking {
@@ -239,7 +240,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             chunk_size,
             chunks: BTreeMap::new(),
         };
-        let mut core = StreamOrdered::new(backing, simulated);
+        let mut core = StreamOrdered::new(backing, simulated, device);
         let base = core.backing.new_chunk(CudaStreamView::DEFAULT)?;
         if !simulated {
             if let Err(e) = CudaStreamView::DEFAULT.synchronize() {

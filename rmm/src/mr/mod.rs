@@ -304,6 +304,41 @@ impl MemoryResource for SharedResource {
     }
 }
 
+/// The device a sub-allocator over `upstream` serves: the upstream's own
+/// ([`MemoryResource::device`]) or, for a stateless upstream of device
+/// memory such as [`CudaMemoryResource`], the device current at the call
+/// (sub-allocators call it at construction). `None` over simulated, pinned
+/// host and managed memory, which no single device owns.
+///
+/// # Errors
+/// The driver's error when the current device cannot be read.
+pub(crate) fn bound_device<U: MemoryResource + ?Sized>(upstream: &U) -> Result<Option<DeviceId>> {
+    if let Some(d) = upstream.device() {
+        return Ok(Some(d));
+    }
+    if upstream.is_simulated() || !upstream.is_device_accessible() || upstream.is_host_accessible() {
+        return Ok(None);
+    }
+    crate::device::current_device().map(Some)
+}
+
+/// Makes `device` (when there is one) current until the guard drops, for a
+/// sub-allocator's device-wide work (synchronise, return memory) from places
+/// that cannot fail such as `Drop`: a failure is logged, never raised.
+pub(crate) fn device_guard_logged(
+    what: &str,
+    device: Option<DeviceId>,
+) -> Option<crate::device::DeviceGuard> {
+    let device = device?;
+    match crate::device::DeviceGuard::new(device) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            log::error!("{what}: could not make {device} current for teardown: {e}");
+            None
+        }
+    }
+}
+
 /// Checks an alignment for a base resource: a power of two no larger than 256.
 ///
 /// # Errors

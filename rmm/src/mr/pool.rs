@@ -186,6 +186,7 @@ struct PoolInner<U: MemoryResource> {
 impl<U: MemoryResource> Drop for PoolInner<U> {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _device = super::device_guard_logged("PoolMemoryResource", self.device);
         if !self.simulated {
             if let Err(e) = crate::driver::device_synchronize() {
                 log::error!("PoolMemoryResource: device synchronize before release failed: {e}");
@@ -214,6 +215,12 @@ impl<U: MemoryResource> Drop for PoolInner<U> {
 ///   with half the size down to the request, then [`Error::OutOfMemory`]
 ///   with the sizes in its message. Memory goes back to the upstream when
 ///   the last clone is dropped.
+///
+/// * Device: the upstream's, or for a stateless upstream such as
+///   [`CudaMemoryResource`](super::CudaMemoryResource) the device current
+///   at construction. Slow paths (growth, blocks taken from another stream)
+///   under another current device fail with [`Error::Logic`]; the memory
+///   goes back with its own device current, whichever is current at drop.
 ///
 /// Thread safety: one mutex guards the pool; clones share it.
 ///
@@ -299,7 +306,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             options.maximum_pool_size,
         )?;
         let simulated = upstream.is_simulated();
-        let device = upstream.device();
+        let device = super::bound_device(&upstream)?;
         let (device_accessible, host_accessible) =
             (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = PoolBacking {
@@ -308,7 +315,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             pool_size: 0,
             maximum: options.maximum_pool_size,
         };
-        let mut core = StreamOrdered::new(backing, simulated);
+        let mut core = StreamOrdered::new(backing, simulated, device);
         let initial = options.initial_pool_size;
         if initial > 0 {
             let p = core.backing.upstream.allocate(

@@ -21,6 +21,7 @@
 use std::thread::ThreadId;
 
 use super::free_list::FreeBlocks;
+use crate::device::{ensure_current, DeviceId};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::stream::CudaStreamView;
@@ -100,17 +101,20 @@ pub(crate) struct StreamOrdered<B: Backing> {
     /// The backing (upstream chunks, growth policy).
     pub backing: B,
     simulated: bool,
+    /// The device whose memory the backing holds, checked on the slow paths.
+    device: Option<DeviceId>,
     /// Blocks have moved between streams: new lists start eager.
     shared: bool,
 }
 
 impl<B: Backing> StreamOrdered<B> {
-    /// A core without free blocks.
-    pub fn new(backing: B, simulated: bool) -> Self {
+    /// A core without free blocks over memory of `device` (if bound to one).
+    pub fn new(backing: B, simulated: bool, device: Option<DeviceId>) -> Self {
         StreamOrdered {
             lists: Vec::new(),
             backing,
             simulated,
+            device,
             shared: false,
         }
     }
@@ -160,6 +164,13 @@ impl<B: Backing> StreamOrdered<B> {
         let own = self.index_of(stream);
         if let Some(a) = self.lists[own].list.take(size) {
             return Ok(a);
+        }
+        // The slow paths wait on events, synchronise the device or grow from
+        // the upstream: all wrong under another current device, and costly
+        // enough that one more driver call to detect it does not show. The
+        // fast path above is not checked (it would double its cost).
+        if let Some(device) = self.device {
+            ensure_current(self.backing.name(), device)?;
         }
         // Another stream's block, without merging lists.
         for i in 0..self.lists.len() {

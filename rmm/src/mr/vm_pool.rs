@@ -257,7 +257,7 @@ impl VirtualPoolMemoryResource {
         };
         let mr = VirtualPoolMemoryResource {
             inner: Arc::new(VmInner {
-                state: Mutex::new(StreamOrdered::new(backing, false)),
+                state: Mutex::new(StreamOrdered::new(backing, false, Some(device))),
                 device,
             }),
         };
