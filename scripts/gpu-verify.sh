@@ -21,7 +21,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 # runs on the first) hides the others from the tests.
 if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .); fi
 export RMM_REQUIRE_GPU=1
-if [ "$gpus" -ge 2 ]; then export RMM_REQUIRE_GPUS=2; fi
+if [ "$gpus" -ge 2 ]; then export RMM_REQUIRE_GPUS=2; else unset RMM_REQUIRE_GPUS; fi
 if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then tar xzf .gpu-bundle.tgz; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # These two binaries stall when their GPU tests run in parallel (README).
@@ -36,9 +36,20 @@ step() {
         bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck --error-exitcode 1 \
         --report-api-errors no || status=1 ;;
     racecheck)
+      # Racecheck costs about a second per launch: small sizes, and the sort
+      # binary only through its each_kernel_once tests (every sort kernel,
+      # several tiles, a partial one; one key type per width covers every
+      # kernel), one process per kernel family.
       RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
-        ONLY_BINS="algorithms sort fill copy container_ops" \
-        bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1 ;;
+        ONLY_BINS="algorithms fill copy container_ops" \
+        bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1
+      race_sort() {
+        RUN_TAG=racecheck-sort-$1 TEST_ARGS="$2" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=sort \
+          bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1
+      }
+      race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
+      race_sort 32pairs "each_kernel_once_pairs_u32" || status=1
+      race_sort 32keys "each_kernel_once_keys_u32" || status=1 ;;
     bench)
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
       bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1 ;;

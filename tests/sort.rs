@@ -183,6 +183,46 @@ fn every_size<K: TestKey>(seed: u64) {
     }
 }
 
+/// Every sort kernel (32/64-bit keys, with and without values, both
+/// orders) once over 13 000 keys: several tiles of each kernel, the last one
+/// partial. Few launches, so racecheck runs them in minutes
+/// (`sort each_kernel_once`; scripts/gpu-verify.sh racecheck).
+fn each_kernel_once<K: TestKey>(seed: u64, pairs: bool) {
+    let mut r = Rng(seed);
+    let keys: Vec<K> = (0..13_000).map(|_| K::random(&mut r)).collect();
+    for order in [Order::Ascending, Order::Descending] {
+        if pairs {
+            check_pairs(&keys, order);
+        } else {
+            check_keys(&keys, order);
+        }
+    }
+}
+
+macro_rules! each_kernel_once {
+    ($($keys:ident, $pairs:ident: $t:ty, $seed:expr;)*) => {$(
+        #[test]
+        fn $keys() {
+            rmm::require_gpu!();
+            each_kernel_once::<$t>($seed, false);
+        }
+        #[test]
+        fn $pairs() {
+            rmm::require_gpu!();
+            each_kernel_once::<$t>($seed, true);
+        }
+    )*};
+}
+
+each_kernel_once! {
+    each_kernel_once_keys_u32, each_kernel_once_pairs_u32: u32, 11;
+    each_kernel_once_keys_i32, each_kernel_once_pairs_i32: i32, 12;
+    each_kernel_once_keys_f32, each_kernel_once_pairs_f32: f32, 13;
+    each_kernel_once_keys_u64, each_kernel_once_pairs_u64: u64, 14;
+    each_kernel_once_keys_i64, each_kernel_once_pairs_i64: i64, 15;
+    each_kernel_once_keys_f64, each_kernel_once_pairs_f64: f64, 16;
+}
+
 #[test]
 fn sort_u32() {
     rmm::require_gpu!();
