@@ -36,15 +36,17 @@ step() {
         bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck --error-exitcode 1 \
         --report-api-errors no || status=1 ;;
     racecheck)
-      # Racecheck costs about a second per launch: small sizes, and the sort
+      # Racecheck runs one test at a time: with parallel tests it stalled
+      # (algorithms, container_ops, the 32-bit sorts, each in some run) where
+      # one at a time every binary passes in seconds. Small sizes, and the sort
       # binary only through its each_kernel_once tests (every sort kernel,
       # several tiles, a partial one; one key type per width covers every
       # kernel), one process per kernel family.
-      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
+      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
         ONLY_BINS="algorithms fill copy container_ops" \
         bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1
       race_sort() {
-        RUN_TAG=racecheck-sort-$1 TEST_ARGS="$2" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=sort \
+        RUN_TAG=racecheck-sort-$1 TEST_ARGS="$2 --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=sort \
           bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1
       }
       race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
