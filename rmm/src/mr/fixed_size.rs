@@ -95,6 +95,10 @@ impl<U: MemoryResource> FixedBacking<U> {
             list.push(base + (i * self.block_size) as u64);
         }
     }
+}
+
+impl<U: MemoryResource> Backing for FixedBacking<U> {
+    type List = FixedSizeFreeList;
 
     fn release(&mut self) {
         for (addr, size) in std::mem::take(&mut self.chunks) {
@@ -110,10 +114,6 @@ impl<U: MemoryResource> FixedBacking<U> {
             };
         }
     }
-}
-
-impl<U: MemoryResource> Backing for FixedBacking<U> {
-    type List = FixedSizeFreeList;
 
     fn max_allocation(&self) -> usize {
         self.block_size
@@ -153,14 +153,7 @@ struct FixedInner<U: MemoryResource> {
 impl<U: MemoryResource> Drop for FixedInner<U> {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let _device = super::device_guard_logged("FixedSizeMemoryResource", self.device);
-        if !self.simulated {
-            if let Err(e) = crate::driver::device_synchronize() {
-                log::error!("FixedSizeMemoryResource: device synchronize before release failed: {e}");
-            }
-        }
-        state.destroy_events();
-        state.backing.release();
+        state.teardown();
     }
 }
 

@@ -70,6 +70,10 @@ impl<U: MemoryResource> PoolBacking<U> {
             }
         }
     }
+}
+
+impl<U: MemoryResource> Backing for PoolBacking<U> {
+    type List = CoalescingFreeList;
 
     fn release(&mut self) {
         for (addr, size) in std::mem::take(&mut self.chunks) {
@@ -86,10 +90,6 @@ impl<U: MemoryResource> PoolBacking<U> {
         }
         self.pool_size = 0;
     }
-}
-
-impl<U: MemoryResource> Backing for PoolBacking<U> {
-    type List = CoalescingFreeList;
 
     fn max_allocation(&self) -> usize {
         self.maximum.unwrap_or(usize::MAX)
@@ -186,14 +186,7 @@ struct PoolInner<U: MemoryResource> {
 impl<U: MemoryResource> Drop for PoolInner<U> {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let _device = super::device_guard_logged("PoolMemoryResource", self.device);
-        if !self.simulated {
-            if let Err(e) = crate::driver::device_synchronize() {
-                log::error!("PoolMemoryResource: device synchronize before release failed: {e}");
-            }
-        }
-        state.destroy_events();
-        state.backing.release();
+        state.teardown();
     }
 }
 

@@ -42,6 +42,9 @@ pub(crate) trait Backing: Send + 'static {
     fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut Self::List) -> Result<()>;
     /// A short name for messages.
     fn name(&self) -> &'static str;
+    /// Returns all memory to where it came from (the resource is gone, or
+    /// its construction failed); a second call does nothing.
+    fn release(&mut self);
 }
 
 /// A stream's identity: the handle, plus the thread for the per-thread
@@ -313,8 +316,24 @@ impl<B: Backing> StreamOrdered<B> {
         }
     }
 
+    /// The resource's end: with its device current, waits for every use of
+    /// its memory (one device synchronisation, none when simulated), then
+    /// destroys the events and releases the backing. Called from `Drop`, so
+    /// failures are logged.
+    pub fn teardown(&mut self) {
+        let name = self.backing.name();
+        let _device = super::device_guard_logged(name, self.device);
+        if !self.simulated {
+            if let Err(e) = driver::device_synchronize() {
+                log::error!("{name}: device synchronize before release failed: {e}");
+            }
+        }
+        self.destroy_events();
+        self.backing.release();
+    }
+
     /// Destroys the events (the lists' memory is the backing's to return).
-    pub fn destroy_events(&mut self) {
+    fn destroy_events(&mut self) {
         for l in &mut self.lists {
             if l.event != 0 {
                 // SAFETY: the event was created by `record` and is used by no one else.

@@ -94,6 +94,18 @@ impl VmBacking {
 impl Backing for VmBacking {
     type List = CoalescingFreeList;
 
+    fn release(&mut self) {
+        if self.reserved == 0 {
+            return;
+        }
+        self.unmap_all();
+        // SAFETY: the reservation came from vmm_reserve and nothing is mapped in it.
+        if let Err(e) = unsafe { driver::vmm_free_reservation(DevicePtr::new(self.base), self.reserved) } {
+            log::error!("VirtualPoolMemoryResource: cuMemAddressFree failed: {e}");
+        }
+        self.reserved = 0;
+    }
+
     fn max_allocation(&self) -> usize {
         self.reserved
     }
@@ -163,19 +175,8 @@ struct VmInner {
 
 impl Drop for VmInner {
     fn drop(&mut self) {
-        let guard = DeviceGuard::new(self.device);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = driver::device_synchronize() {
-            log::error!("VirtualPoolMemoryResource: device synchronize before release failed: {e}");
-        }
-        state.destroy_events();
-        let b = &mut state.backing;
-        b.unmap_all();
-        // SAFETY: the reservation came from vmm_reserve and nothing is mapped in it.
-        if let Err(e) = unsafe { driver::vmm_free_reservation(DevicePtr::new(b.base), b.reserved) } {
-            log::error!("VirtualPoolMemoryResource: cuMemAddressFree failed: {e}");
-        }
-        drop(guard);
+        state.teardown();
     }
 }
 
