@@ -101,12 +101,12 @@ struct ArenaInner<U: MemoryResource> {
 
 impl<U: MemoryResource> Drop for ArenaInner<U> {
     fn drop(&mut self) {
-        let _device = super::device_guard_logged("ArenaMemoryResource", self.device);
-        if !self.simulated {
-            if let Err(e) = crate::driver::device_synchronize() {
-                log::error!("ArenaMemoryResource: device synchronize before release failed: {e}");
-            }
-        }
+        let _device = super::quiesce_device(
+            "ArenaMemoryResource",
+            "before release",
+            self.device,
+            self.simulated,
+        );
         // SAFETY: the arena came from `upstream.allocate(size, 256, _)`; the
         // resource is gone, so no block of it is in use.
         unsafe {
@@ -285,12 +285,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         let all = self.all_arenas();
         let mut g = lock(&self.inner.global);
         let mut books: Vec<MutexGuard<'_, ArenaBook>> = all.iter().map(|a| lock(&a.book)).collect();
-        let _device = super::device_guard_logged("ArenaMemoryResource", self.inner.device);
-        if !self.inner.simulated {
-            if let Err(e) = crate::driver::device_synchronize() {
-                log::error!("ArenaMemoryResource: device synchronize for defragmentation failed: {e}");
-            }
-        }
+        let _device = super::quiesce_device(
+            "ArenaMemoryResource",
+            "for defragmentation",
+            self.inner.device,
+            self.inner.simulated,
+        );
         for b in &mut books {
             let (free, superblocks) = b.drain();
             for (s, _) in superblocks {

@@ -322,21 +322,31 @@ pub(crate) fn bound_device<U: MemoryResource + ?Sized>(upstream: &U) -> Result<O
     crate::device::current_device().map(Some)
 }
 
-/// Makes `device` (when there is one) current until the guard drops, for a
-/// sub-allocator's device-wide work (synchronise, return memory) from places
-/// that cannot fail such as `Drop`: a failure is logged, never raised.
-pub(crate) fn device_guard_logged(
+/// Waits for every use of a sub-allocator's memory before it is handed
+/// back or reorganised: makes `device` (when there is one) current, then
+/// synchronises it (not when `simulated`). Keep the returned guard while
+/// returning memory; it restores the previous device. Runs from places that
+/// cannot fail, such as `Drop`, so failures are logged as
+/// "`what`: ... `why`", never raised.
+pub(crate) fn quiesce_device(
     what: &str,
+    why: &str,
     device: Option<DeviceId>,
+    simulated: bool,
 ) -> Option<crate::device::DeviceGuard> {
-    let device = device?;
-    match crate::device::DeviceGuard::new(device) {
+    let guard = device.and_then(|device| match crate::device::DeviceGuard::new(device) {
         Ok(g) => Some(g),
         Err(e) => {
-            log::error!("{what}: could not make {device} current for teardown: {e}");
+            log::error!("{what}: could not make {device} current {why}: {e}");
             None
         }
+    });
+    if !simulated {
+        if let Err(e) = crate::driver::device_synchronize() {
+            log::error!("{what}: device synchronize {why} failed: {e}");
+        }
     }
+    guard
 }
 
 /// Checks an alignment for a base resource: a power of two no larger than 256.

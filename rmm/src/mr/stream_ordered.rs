@@ -321,13 +321,8 @@ impl<B: Backing> StreamOrdered<B> {
     /// destroys the events and releases the backing. Called from `Drop`, so
     /// failures are logged.
     pub fn teardown(&mut self) {
-        let name = self.backing.name();
-        let _device = super::device_guard_logged(name, self.device);
-        if !self.simulated {
-            if let Err(e) = driver::device_synchronize() {
-                log::error!("{name}: device synchronize before release failed: {e}");
-            }
-        }
+        let _device =
+            super::quiesce_device(self.backing.name(), "before release", self.device, self.simulated);
         self.destroy_events();
         self.backing.release();
     }
