@@ -286,7 +286,7 @@ fn pool_allocate(
         return Ok(DevicePtr::NULL);
     }
     ensure_current(what, device)?;
-    driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| match e {
+    driver::mem_alloc_from_pool_async(bytes, pool, pool_stream(stream)).map_err(|e| match e {
         Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
             requested,
             reason: format!("{what}: {reason}"),
@@ -308,9 +308,33 @@ unsafe fn pool_deallocate(what: &'static str, device: DeviceId, ptr: DevicePtr, 
             DeviceGuard::new(device).ok()
         }
     };
-    // SAFETY: the caller guarantees `ptr` came from this pool.
-    if let Err(e) = unsafe { driver::mem_free_async(ptr, stream.as_raw()) } {
+    // SAFETY: the caller guarantees `ptr` came from this pool and that
+    // `stream` (or, for the legacy default stream, its stand-in, which is
+    // ordered after it) follows its last use.
+    let freed = unsafe { driver::mem_free_async(ptr, pool_stream(stream)) };
+    if let Err(e) = freed {
         log::error!("{what}: cuMemFreeAsync({ptr}) failed: {e}");
     }
     drop(guard);
+}
+
+/// The stream handed to the driver's pool calls for `stream`.
+///
+/// A stream shared by several threads is never given to a driver pool by
+/// this crate: with several threads allocating from and freeing to pools on
+/// one stream, the legacy default stream or any other, the driver deadlocks
+/// (driver 580.159, H200; `repro/driver_stall.c`, mixes `W` and `V`, stall
+/// within seconds with every thread inside cuMemFreeAsync or
+/// cuStreamSynchronize, where the same calls on each thread's own stream,
+/// mixes `U` and `J`, run on). The legacy default stream, which every
+/// thread shares, is replaced by the calling thread's per-thread default
+/// stream: that stream is ordered after all earlier work of the legacy
+/// stream and later legacy work waits for it, so memory allocated and freed
+/// there is valid in the legacy stream's order, as RMM's contract asks.
+fn pool_stream(stream: CudaStreamView) -> usize {
+    if stream.is_default() {
+        CudaStreamView::PER_THREAD.as_raw()
+    } else {
+        stream.as_raw()
+    }
 }

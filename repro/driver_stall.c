@@ -1,0 +1,315 @@
+/* A minimal reproducer, outside rmm, for the stall seen when rmm's GPU tests
+ * run in parallel: N threads, each with its own blocking stream on the
+ * primary context of device 0, loop over a mix of CUDA driver calls. A
+ * watchdog prints the call every thread is in when no thread progressed for
+ * WATCHDOG seconds and exits with status 3.
+ *
+ *   nvcc -O2 -o driver_stall driver_stall.c -lcuda -lpthread
+ *   ./driver_stall THREADS SECONDS KINDS
+ *
+ * KINDS: letters of the operations in the mix:
+ *   M managed: cuMemAllocManaged, cuMemsetD8Async, copy to pageable host, cuMemFree
+ *   D device:  cuMemAlloc, cuMemsetD8Async, copy to pageable host, cuMemFree
+ *   A async:   cuMemAllocAsync / cuMemFreeAsync on the thread's stream
+ *   H host:    pageable host-to-device cuMemcpyAsync and cuLaunchHostFunc
+ *   C ctx:     cuCtxSynchronize
+ *   S streams: cuStreamCreate / cuStreamDestroy
+ *   P pinned:  cuMemHostAlloc / cuMemFreeHost
+ *   Z managed sync: as M, but cuStreamSynchronize + cuCtxSynchronize before cuMemFree
+ *   L legacy:  cuMemAlloc, cuMemsetD8Async and cuStreamSynchronize on the legacy default stream
+ *   B big:     cuMemAlloc of 256 MiB to 1 GiB, memset, synchronise, cuMemFree
+ *   O oom:     cuMemAlloc and cuMemHostAlloc of 1 PiB (both must fail)
+ *   Q pools:   cuMemPoolCreate, cuMemAllocFromPoolAsync, cuMemFreeAsync, cuMemPoolDestroy
+ *   E events:  cuEventCreate, cuEventRecord, cuStreamWaitEvent, cuEventDestroy
+ *   T threads: a new thread makes the context current, creates a stream,
+ *              memsets, synchronises, destroys the stream and exits
+ *   R per-thread default stream, in a new thread that then exits
+ *   Y pool oom: a pool with release threshold UINT64_MAX, cuMemAllocFromPoolAsync
+ *              of 1 PiB (must fail), a small allocation freed on a new stream
+ *              that is destroyed, then cuMemPoolDestroy, without synchronising
+ *   X pool cross-stream: a pool (threshold UINT64_MAX), 16 blocks allocated and
+ *              written on stream A, A synchronised, freed on B, reallocated on B,
+ *              written, freed, B synchronised; streams and pool destroyed
+ *   K as Y without the 1 PiB request
+ *   G pool growth: a pool (threshold UINT64_MAX) on a new stream, requests of
+ *              1 B to 1 GiB (x4 each step, and +3), each written, copied to
+ *              pageable memory, synchronised and freed; stream and pool destroyed
+ *   W a pool on the legacy default stream: allocate, synchronise, free, destroy
+ *   V as W on one blocking stream shared by all threads (created by main)
+ *   U as W on the thread's own blocking stream
+ *   J as W on the per-thread default stream
+ *   N as W, with the legacy stream synchronised again before the pool is destroyed
+ *   Q2 (letter 'q'): managed memory as the containers use it: cuMemAllocManaged, a
+ *              pageable-to-managed copy, an event recorded and waited on by a
+ *              second stream, a host function, a managed-to-pageable copy,
+ *              cuStreamSynchronize, cuEventDestroy, cuMemFree
+ */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char *n_; cuGetErrorName(r_, &n_); \
+  fprintf(stderr, "%s failed: %s (line %d)\n", #x, n_, __LINE__); _exit(2);} } while (0)
+
+static CUcontext ctx;
+static CUstream shared_stream;
+static const char *kinds;
+static int nthreads;
+static volatile long progress[256];
+static volatile const char *where[256];
+
+static void CUDA_CB host_fn(void *p) { free(p); }
+
+struct child_arg { int t; int per_thread; };
+static void *child(void *arg) {
+  struct child_arg *a = arg; int t = a->t;
+  CK(cuCtxSetCurrent(ctx));
+  CUdeviceptr p; where[t] = "T: cuMemAlloc"; CK(cuMemAlloc(&p, 4096));
+  if (a->per_thread) {
+    where[t] = "R: cuMemsetD8Async(per-thread)"; CK(cuMemsetD8Async(p, 1, 4096, CU_STREAM_PER_THREAD));
+    where[t] = "R: cuStreamSynchronize(per-thread)"; CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+  } else {
+    CUstream s; where[t] = "T: cuStreamCreate"; CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+    where[t] = "T: cuMemsetD8Async"; CK(cuMemsetD8Async(p, 1, 4096, s));
+    where[t] = "T: cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+    where[t] = "T: cuStreamDestroy"; CK(cuStreamDestroy(s));
+  }
+  where[t] = "T: cuMemFree"; CK(cuMemFree(p));
+  where[t] = "T: thread exit";
+  return NULL;
+}
+
+static unsigned long long rng_next(unsigned long long *s) {
+  unsigned long long z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull; z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static void *worker(void *arg) {
+  int t = (int)(long)arg;
+  unsigned long long seed = 1000 + t;
+  CK(cuCtxSetCurrent(ctx));
+  CUstream s; CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+  char host[4096];
+  size_t nk = strlen(kinds);
+  for (;;) {
+    char k = kinds[rng_next(&seed) % nk];
+    size_t bytes = 256 + rng_next(&seed) % (256 << 10);
+    CUdeviceptr p;
+    switch (k) {
+    case 'M': case 'Z':
+      where[t] = "cuMemAllocManaged"; CK(cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL));
+      where[t] = "cuMemsetD8Async(managed)"; CK(cuMemsetD8Async(p, 7, bytes, s));
+      where[t] = "cuMemcpyAsync(managed->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, p, 4096 < bytes ? 4096 : bytes, s));
+      where[t] = "cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      if (k == 'Z') { where[t] = "cuCtxSynchronize(before managed free)"; CK(cuCtxSynchronize()); }
+      where[t] = "cuMemFree(managed)"; CK(cuMemFree(p));
+      break;
+    case 'D':
+      where[t] = "cuMemAlloc"; CK(cuMemAlloc(&p, bytes));
+      where[t] = "cuMemsetD8Async(device)"; CK(cuMemsetD8Async(p, 7, bytes, s));
+      where[t] = "cuMemcpyAsync(device->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, p, 4096 < bytes ? 4096 : bytes, s));
+      where[t] = "cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      where[t] = "cuMemFree(device)"; CK(cuMemFree(p));
+      break;
+    case 'A':
+      where[t] = "cuMemAllocAsync"; CK(cuMemAllocAsync(&p, bytes, s));
+      where[t] = "cuMemsetD8Async(async)"; CK(cuMemsetD8Async(p, 7, bytes, s));
+      where[t] = "cuMemFreeAsync"; CK(cuMemFreeAsync(p, s));
+      where[t] = "cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      break;
+    case 'H': {
+      where[t] = "cuMemAllocAsync(H)"; CK(cuMemAllocAsync(&p, 64, s));
+      unsigned long long *box = malloc(8); *box = 42;
+      where[t] = "cuMemcpyAsync(pageable->device)"; CK(cuMemcpyAsync(p, (CUdeviceptr)box, 8, s));
+      where[t] = "cuLaunchHostFunc"; CK(cuLaunchHostFunc(s, host_fn, box));
+      where[t] = "cuMemFreeAsync(H)"; CK(cuMemFreeAsync(p, s));
+      where[t] = "cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      break; }
+    case 'C':
+      where[t] = "cuCtxSynchronize"; CK(cuCtxSynchronize());
+      break;
+    case 'S': {
+      CUstream x; where[t] = "cuStreamCreate"; CK(cuStreamCreate(&x, CU_STREAM_DEFAULT));
+      where[t] = "cuStreamDestroy"; CK(cuStreamDestroy(x));
+      break; }
+    case 'L':
+      where[t] = "L: cuMemAlloc"; CK(cuMemAlloc(&p, bytes));
+      where[t] = "L: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, bytes, CU_STREAM_LEGACY));
+      where[t] = "L: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+      where[t] = "L: cuMemFree"; CK(cuMemFree(p));
+      break;
+    case 'B': {
+      size_t big = (256ull << 20) << (rng_next(&seed) % 3);
+      where[t] = "B: cuMemAlloc(big)"; CK(cuMemAlloc(&p, big));
+      where[t] = "B: cuMemsetD8Async(big)"; CK(cuMemsetD8Async(p, 7, big, s));
+      where[t] = "B: cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      where[t] = "B: cuMemFree(big)"; CK(cuMemFree(p));
+      break; }
+    case 'O': {
+      void *h;
+      where[t] = "O: cuMemAlloc(1 PiB)";
+      if (cuMemAlloc(&p, 1ull << 50) == CUDA_SUCCESS) { fprintf(stderr, "1 PiB cuMemAlloc succeeded\n"); _exit(2); }
+      where[t] = "O: cuMemHostAlloc(1 PiB)";
+      if (cuMemHostAlloc(&h, 1ull << 50, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) { fprintf(stderr, "1 PiB host alloc succeeded\n"); _exit(2); }
+      break; }
+    case 'Q': {
+      CUmemPoolProps props; memset(&props, 0, sizeof props);
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
+      CUmemoryPool pool; where[t] = "Q: cuMemPoolCreate"; CK(cuMemPoolCreate(&pool, &props));
+      where[t] = "Q: cuMemAllocFromPoolAsync"; CK(cuMemAllocFromPoolAsync(&p, bytes, pool, s));
+      where[t] = "Q: cuMemFreeAsync"; CK(cuMemFreeAsync(p, s));
+      where[t] = "Q: cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      where[t] = "Q: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
+      break; }
+    case 'E': {
+      CUevent e; where[t] = "E: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+      where[t] = "E: cuEventRecord"; CK(cuEventRecord(e, s));
+      where[t] = "E: cuStreamWaitEvent"; CK(cuStreamWaitEvent(s, e, 0));
+      where[t] = "E: cuEventDestroy"; CK(cuEventDestroy(e));
+      break; }
+    case 'T': case 'R': {
+      struct child_arg a = { t, k == 'R' }; pthread_t c;
+      pthread_create(&c, NULL, child, &a);
+      pthread_join(c, NULL);
+      break; }
+    case 'Y': case 'X': case 'K': {
+      CUmemPoolProps props; memset(&props, 0, sizeof props);
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
+      CUmemoryPool pool; where[t] = "YX: cuMemPoolCreate"; CK(cuMemPoolCreate(&pool, &props));
+      cuuint64_t thr = ~0ull; where[t] = "YX: cuMemPoolSetAttribute"; CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+      CUstream a, b; where[t] = "YX: cuStreamCreate"; CK(cuStreamCreate(&a, CU_STREAM_DEFAULT)); CK(cuStreamCreate(&b, CU_STREAM_DEFAULT));
+      if (k == 'Y') {
+        where[t] = "Y: cuMemAllocFromPoolAsync(1 PiB)";
+        CUresult r = cuMemAllocFromPoolAsync(&p, 1ull << 50, pool, a);
+        if (r != CUDA_ERROR_OUT_OF_MEMORY) { fprintf(stderr, "1 PiB pool allocation gave %d\n", (int)r); _exit(2); }
+      }
+      if (k == 'Y' || k == 'K') {
+        where[t] = "Y: cuMemAllocFromPoolAsync"; CK(cuMemAllocFromPoolAsync(&p, 1024, pool, a));
+        where[t] = "Y: cuMemFreeAsync"; CK(cuMemFreeAsync(p, a));
+      } else {
+        CUdeviceptr q[16];
+        for (int i = 0; i < 16; i++) {
+          where[t] = "X: cuMemAllocFromPoolAsync(A)"; CK(cuMemAllocFromPoolAsync(&q[i], 1000 + i * 4096, pool, a));
+          where[t] = "X: cuMemsetD8Async(A)"; CK(cuMemsetD8Async(q[i], 3, 1000, a));
+          where[t] = "X: cuMemcpyAsync(A->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, q[i], 1000, a));
+          where[t] = "X: cuStreamSynchronize(A)"; CK(cuStreamSynchronize(a));
+        }
+        for (int i = 0; i < 16; i++) { where[t] = "X: cuMemFreeAsync(B)"; CK(cuMemFreeAsync(q[i], b)); }
+        for (int i = 0; i < 16; i++) {
+          where[t] = "X: cuMemAllocFromPoolAsync(B)"; CK(cuMemAllocFromPoolAsync(&q[i], 1000 + i * 4096, pool, b));
+          where[t] = "X: cuMemsetD8Async(B)"; CK(cuMemsetD8Async(q[i], 3, 1000, b));
+          where[t] = "X: cuMemcpyAsync(B->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, q[i], 1000, b));
+          where[t] = "X: cuStreamSynchronize(B)"; CK(cuStreamSynchronize(b));
+          where[t] = "X: cuMemFreeAsync(B)"; CK(cuMemFreeAsync(q[i], b));
+        }
+        where[t] = "X: cuStreamSynchronize(B)"; CK(cuStreamSynchronize(b));
+      }
+      where[t] = "YX: cuStreamDestroy"; CK(cuStreamDestroy(a)); CK(cuStreamDestroy(b));
+      where[t] = "YX: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
+      break; }
+    case 'G': case 'W': case 'V': case 'U': case 'J': case 'N': {
+      CUmemPoolProps props; memset(&props, 0, sizeof props);
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
+      CUmemoryPool pool; where[t] = "G: cuMemPoolCreate"; CK(cuMemPoolCreate(&pool, &props));
+      cuuint64_t thr = ~0ull; CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+      if (k != 'G') {
+        CUstream w = k == 'V' ? shared_stream : k == 'U' ? s : k == 'J' ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+        where[t] = "W: cuMemAllocFromPoolAsync(w)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, w));
+        where[t] = "W: cuStreamSynchronize(w)"; CK(cuStreamSynchronize(w));
+        where[t] = "W: cuMemFreeAsync(w)"; CK(cuMemFreeAsync(p, w));
+        if (k == 'N') { where[t] = "N: cuStreamSynchronize(w) after free"; CK(cuStreamSynchronize(w)); }
+      } else {
+        CUstream a; CK(cuStreamCreate(&a, CU_STREAM_DEFAULT));
+        for (size_t sz = 1; sz <= (1ull << 30); sz *= 4) {
+          for (int plus = 0; plus <= 3; plus += 3) {
+            size_t n = sz + plus;
+            where[t] = "G: cuMemAllocFromPoolAsync(growing)"; CK(cuMemAllocFromPoolAsync(&p, n, pool, a));
+            size_t m = n < 4096 ? n : 4096;
+            where[t] = "G: cuMemsetD8Async"; CK(cuMemsetD8Async(p, 5, m, a));
+            where[t] = "G: cuMemcpyAsync(->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, p, m, a));
+            where[t] = "G: cuStreamSynchronize"; CK(cuStreamSynchronize(a));
+            where[t] = "G: cuMemFreeAsync"; CK(cuMemFreeAsync(p, a));
+          }
+        }
+        where[t] = "G: cuStreamSynchronize(end)"; CK(cuStreamSynchronize(a));
+        where[t] = "G: cuStreamDestroy"; CK(cuStreamDestroy(a));
+      }
+      where[t] = "G: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
+      break; }
+    case 'q': {
+      CUstream b2; CK(cuStreamCreate(&b2, CU_STREAM_DEFAULT));
+      where[t] = "q: cuMemAllocManaged"; CK(cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL));
+      size_t m = bytes < 4096 ? bytes : 4096;
+      where[t] = "q: cuMemcpyAsync(pageable->managed)"; CK(cuMemcpyAsync(p, (CUdeviceptr)host, m, s));
+      CUevent e; where[t] = "q: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+      where[t] = "q: cuEventRecord"; CK(cuEventRecord(e, s));
+      where[t] = "q: cuStreamWaitEvent"; CK(cuStreamWaitEvent(b2, e, 0));
+      unsigned long long *box = malloc(8); *box = 42;
+      where[t] = "q: cuMemcpyAsync(pageable box->managed)"; CK(cuMemcpyAsync(p, (CUdeviceptr)box, 8, b2));
+      where[t] = "q: cuLaunchHostFunc"; CK(cuLaunchHostFunc(b2, host_fn, box));
+      where[t] = "q: cuEventRecord(b2)"; CK(cuEventRecord(e, b2));
+      where[t] = "q: cuStreamWaitEvent(s)"; CK(cuStreamWaitEvent(s, e, 0));
+      where[t] = "q: cuEventDestroy"; CK(cuEventDestroy(e));
+      where[t] = "q: cuMemcpyAsync(managed->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, p, m, s));
+      where[t] = "q: cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      where[t] = "q: cuMemFree(managed)"; CK(cuMemFree(p));
+      where[t] = "q: cuStreamDestroy"; CK(cuStreamDestroy(b2));
+      break; }
+    case 'P': {
+      void *h; where[t] = "cuMemHostAlloc"; CK(cuMemHostAlloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+      where[t] = "cuMemsetD8Async(pinned)"; CK(cuMemsetD8Async((CUdeviceptr)h, 7, bytes, s));
+      where[t] = "cuStreamSynchronize"; CK(cuStreamSynchronize(s));
+      where[t] = "cuMemFreeHost"; CK(cuMemFreeHost(h));
+      break; }
+    }
+    where[t] = "(between calls)";
+    progress[t]++;
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  nthreads = argc > 1 ? atoi(argv[1]) : 16;
+  int seconds = argc > 2 ? atoi(argv[2]) : 20;
+  kinds = argc > 3 ? argv[3] : "MDAHCS";
+  int watchdog = argc > 4 ? atoi(argv[4]) : 10;
+  CK(cuInit(0));
+  CUdevice dev; CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuStreamCreate(&shared_stream, CU_STREAM_DEFAULT));
+  pthread_t th[256];
+  for (int t = 0; t < nthreads; t++) pthread_create(&th[t], NULL, worker, (void *)(long)t);
+  long last[256] = {0}; time_t last_change[256];
+  time_t start = time(NULL);
+  for (int t = 0; t < nthreads; t++) last_change[t] = start;
+  for (;;) {
+    sleep(1);
+    time_t now = time(NULL);
+    int stuck = 0;
+    for (int t = 0; t < nthreads; t++) {
+      if (progress[t] != last[t]) { last[t] = progress[t]; last_change[t] = now; }
+      else if (now - last_change[t] >= watchdog) stuck++;
+    }
+    if (stuck) {
+      long total = 0; for (int t = 0; t < nthreads; t++) total += progress[t];
+      printf("STALL kinds=%s threads=%d after %lds: %d threads made no progress for %ds (ops so far %ld)\n",
+             kinds, nthreads, (long)(now - start), stuck, watchdog, total);
+      for (int t = 0; t < nthreads; t++)
+        printf("  thread %2d: %s ops=%ld idle=%lds\n", t, (const char *)where[t], progress[t], (long)(now - last_change[t]));
+      fflush(stdout);
+      _exit(3);
+    }
+    if (now - start >= seconds) {
+      long total = 0; for (int t = 0; t < nthreads; t++) total += progress[t];
+      printf("OK kinds=%s threads=%d seconds=%d ops=%ld\n", kinds, nthreads, seconds, total);
+      fflush(stdout);
+      _exit(0);
+    }
+  }
+}
