@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::arena_book::{ArenaBook, Freed, GlobalBook};
+use super::live_set::LiveSet;
 use super::stream_ordered::StreamKey;
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
@@ -40,6 +41,11 @@ pub struct ArenaOptions {
     /// Superblock size for small requests (at least 1 MiB, a multiple of
     /// 256; default 4 MiB).
     pub superblock_size: usize,
+    /// Trust frees instead of checking them against the live allocations
+    /// (default `false`: checked). Unchecked, a double free of a large
+    /// block, a fake pointer or a wrong size can hand memory out twice; only
+    /// for measured hot paths with trusted callers.
+    pub unchecked_frees: bool,
 }
 
 impl Default for ArenaOptions {
@@ -47,6 +53,7 @@ impl Default for ArenaOptions {
         ArenaOptions {
             arena_size: None,
             superblock_size: 4 * MIB,
+            unchecked_frees: false,
         }
     }
 }
@@ -60,6 +67,11 @@ impl ArenaOptions {
     /// Sets [`superblock_size`](Self::superblock_size).
     pub fn superblock_size(mut self, bytes: usize) -> Self {
         self.superblock_size = bytes;
+        self
+    }
+    /// Sets [`unchecked_frees`](Self::unchecked_frees).
+    pub fn unchecked_frees(mut self, unchecked: bool) -> Self {
+        self.unchecked_frees = unchecked;
         self
     }
 }
@@ -93,6 +105,9 @@ struct ArenaInner<U: MemoryResource> {
     superblock: usize,
     global: Mutex<GlobalBook>,
     arenas: RwLock<Arenas>,
+    /// The live allocations (address to requested bytes); `None` when
+    /// frees are trusted.
+    live: Option<LiveSet>,
     simulated: bool,
     device: Option<DeviceId>,
     device_accessible: bool,
@@ -248,9 +263,23 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 superblock: options.superblock_size,
                 global: Mutex::new(GlobalBook::new(base.addr(), size)),
                 arenas: RwLock::new(Arenas::default()),
+                live: (!options.unchecked_frees).then(LiveSet::default),
                 simulated,
             }),
         })
+    }
+
+    /// Frees refused so far: double frees, foreign, never-allocated or
+    /// interior pointers, wrong sizes (each logged at error level).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.live.as_ref().map_or(0, LiveSet::bad_frees)
+    }
+
+    fn record(&self, addr: u64, bytes: usize) -> DevicePtr {
+        if let Some(live) = &self.inner.live {
+            live.insert("ArenaMemoryResource", addr, bytes);
+        }
+        DevicePtr::new(addr)
     }
 
     /// Size of the global arena (the one upstream allocation).
@@ -430,7 +459,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             _ => return Err(self.out_of_memory(bytes)),
         };
         if let Some(a) = self.try_allocate(size, stream) {
-            return Ok(DevicePtr::new(a));
+            return Ok(self.record(a, bytes));
         }
         // Defragmenting synchronises the device: wrong under another current
         // device, and rare enough to check for it here.
@@ -439,7 +468,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         self.defragment();
         match self.try_allocate(size, stream) {
-            Some(a) => Ok(DevicePtr::new(a)),
+            Some(a) => Ok(self.record(a, bytes)),
             None => {
                 let e = self.out_of_memory(bytes);
                 log::error!("{e}");
@@ -451,6 +480,11 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
+        }
+        if let Some(live) = &self.inner.live {
+            if !live.remove("ArenaMemoryResource", ptr.addr(), bytes) {
+                return;
+            }
         }
         let base = self.inner.base.addr();
         let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {

@@ -54,6 +54,7 @@ mod cuda;
 mod cuda_async;
 mod fixed_size;
 pub mod free_list;
+mod live_set;
 mod managed;
 pub mod per_device;
 mod pinned;
@@ -366,13 +367,15 @@ pub fn check_base_alignment(alignment: usize) -> Result<()> {
 /// Checks an alignment for resources that accept any power of two.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `alignment` is not a power of two.
+/// [`Error::BadAlloc`] when `alignment` is not a power of two (the same
+/// variant as [`check_base_alignment`], so every resource and adaptor
+/// reports a bad alignment alike).
 pub fn check_pow2_alignment(alignment: usize) -> Result<()> {
     if crate::align::is_pow2(alignment) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "alignment {alignment} is not a power of two"
+        Err(Error::BadAlloc(format!(
+            "unsupported alignment {alignment}: must be a power of two"
         )))
     }
 }

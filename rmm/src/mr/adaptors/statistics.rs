@@ -3,6 +3,7 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{Error, Result};
+use crate::mr::live_set::LiveSet;
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -24,21 +25,22 @@ pub struct Counter {
 }
 
 impl Counter {
+    // Saturating everywhere: no input makes a counter panic or wrap.
     fn add(&mut self, n: i64) {
-        self.value += n;
-        self.total += n;
+        self.value = self.value.saturating_add(n);
+        self.total = self.total.saturating_add(n);
         self.peak = self.peak.max(self.value);
     }
 
     fn sub(&mut self, n: i64) {
-        self.value -= n;
+        self.value = self.value.saturating_sub(n);
     }
 
     /// Folds a finished child scope into this one.
     fn merge_child(&mut self, child: &Counter) {
-        self.peak = self.peak.max(self.value + child.peak);
-        self.value += child.value;
-        self.total += child.total;
+        self.peak = self.peak.max(self.value.saturating_add(child.peak));
+        self.value = self.value.saturating_add(child.value);
+        self.total = self.total.saturating_add(child.total);
     }
 }
 
@@ -57,6 +59,13 @@ struct Level {
 /// into the scope below (value and total add up; the outer peak becomes
 /// `max(peak, value + inner.peak)`). Thread safe; counters are updated under
 /// a lock after the upstream call, which is never made with the lock held.
+///
+/// Frees are checked against the live allocations (a sharded record, one
+/// hash operation per call): a double free, a foreign, never-allocated or
+/// interior pointer, or a wrong size is logged at error level, counted in
+/// [`bad_frees`](Self::bad_frees), not passed upstream and not counted.
+/// [`unchecked_frees`](Self::unchecked_frees) turns the check off; counters
+/// saturate instead of overflowing either way.
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, SimulatedMemoryResource, StatisticsAdaptor};
@@ -83,6 +92,8 @@ pub struct StatisticsAdaptor<U: MemoryResource = SharedResource> {
 struct Inner<U> {
     upstream: U,
     stack: RwLock<Vec<Level>>,
+    /// The live allocations; `None` when frees are trusted.
+    live: Option<LiveSet>,
 }
 
 impl<U: MemoryResource> Clone for StatisticsAdaptor<U> {
@@ -100,8 +111,25 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
             inner: Arc::new(Inner {
                 upstream,
                 stack: RwLock::new(vec![Level::default()]),
+                live: Some(LiveSet::default()),
             }),
         }
+    }
+
+    /// Trusts frees instead of checking them (for measured hot paths with
+    /// trusted callers). Call it on a fresh adaptor; on one that is already
+    /// shared (cloned) it logs a warning and changes nothing.
+    pub fn unchecked_frees(mut self) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.live = None,
+            None => log::warn!("StatisticsAdaptor::unchecked_frees on a shared adaptor; frees stay checked"),
+        }
+        self
+    }
+
+    /// Frees refused so far (0 when frees are unchecked).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.live.as_ref().map_or(0, LiveSet::bad_frees)
     }
 
     /// The upstream resource.
@@ -173,21 +201,29 @@ impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
         if p.is_null() {
             return Ok(p);
         }
+        if let Some(live) = &self.inner.live {
+            live.insert("StatisticsAdaptor", p.addr(), bytes);
+        }
         if let Some(top) = self.write().last_mut() {
-            top.bytes.add(bytes as i64);
+            top.bytes.add(as_count(bytes));
             top.allocations.add(1);
         }
         Ok(p)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if let (Some(live), false) = (&self.inner.live, ptr.is_null()) {
+            if !live.remove("StatisticsAdaptor", ptr.addr(), bytes) {
+                return;
+            }
+        }
         // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
         unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
         if ptr.is_null() {
             return;
         }
         if let Some(top) = self.write().last_mut() {
-            top.bytes.sub(bytes as i64);
+            top.bytes.sub(as_count(bytes));
             top.allocations.sub(1);
         }
     }
@@ -199,6 +235,11 @@ impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
     }
 
     forward_upstream_properties!();
+}
+
+/// A byte count as a counter value, saturating at `i64::MAX`.
+fn as_count(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
