@@ -16,6 +16,7 @@
 //! allocation, one lookup and remove per free.
 #![forbid(unsafe_code)]
 
+use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -55,8 +56,8 @@ impl LiveMap {
     /// already live, which would be a bug of the resource itself.
     pub fn insert(&mut self, addr: u64, bytes: usize) -> bool {
         match self.map.entry(addr) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(v) => {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(v) => {
                 v.insert(bytes);
                 true
             }
@@ -66,11 +67,12 @@ impl LiveMap {
     /// Removes the allocation at `addr` if it was requested with `bytes`;
     /// otherwise changes nothing and says why.
     pub fn remove(&mut self, addr: u64, bytes: usize) -> Result<(), BadFree> {
-        match self.map.get(&addr) {
-            None => Err(BadFree::NotLive),
-            Some(&size) if size != bytes => Err(BadFree::WrongSize(size)),
-            Some(_) => {
-                self.map.remove(&addr);
+        // One hash lookup: the entry is removed only when the size matches.
+        match self.map.entry(addr) {
+            Entry::Vacant(_) => Err(BadFree::NotLive),
+            Entry::Occupied(e) if *e.get() != bytes => Err(BadFree::WrongSize(*e.get())),
+            Entry::Occupied(e) => {
+                e.remove();
                 Ok(())
             }
         }
@@ -87,6 +89,12 @@ const SHARDS: usize = 32;
 
 /// A [`LiveMap`] sharded over [`SHARDS`] mutexes by address, plus a count
 /// of refused frees. Thread safe; each operation takes one shard's lock.
+///
+/// Lock order: a shard lock is a leaf. It is held only for one hash
+/// operation, never while another lock of ours is taken, never across an
+/// upstream or driver call; callers take it with no lock held (arena,
+/// binning, limiting, statistics) or under their own locks only after
+/// those are released.
 #[derive(Debug)]
 pub(crate) struct LiveSet {
     shards: Box<[Mutex<LiveMap>]>,

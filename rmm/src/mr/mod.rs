@@ -34,6 +34,23 @@
 //! * Exhausted memory is [`Error::OutOfMemory`] (message contains
 //!   `out_of_memory`); other allocation failures are [`Error::BadAlloc`] or
 //!   [`Error::Cuda`].
+//!
+//! # Misuse is detected, never trusted
+//! A free must name a pointer the resource handed out and is still live,
+//! with the size it was requested with. The sub-allocators
+//! ([`PoolMemoryResource`], [`FixedSizeMemoryResource`],
+//! [`VirtualPoolMemoryResource`], [`ArenaMemoryResource`],
+//! [`BinningMemoryResource`]), the [`LimitingAdaptor`], the
+//! [`StatisticsAdaptor`] and the [`SimulatedMemoryResource`] keep a record of the live allocations
+//! (address → requested bytes, one hash operation per call) and check every
+//! free against it: a double free, a foreign, never-allocated or interior
+//! pointer, or a wrong size is logged at error level (resource, pointer,
+//! sizes), counted (`bad_frees()`) and ignored, so no later allocation
+//! overlaps a live one and no counter drifts. `deallocate` never panics.
+//! (The [`TrackingAdaptor`] refuses untracked pointers alike; a wrong size
+//! there is logged and the block freed with its recorded size.)
+//! The check can be turned off for measured hot paths with trusted callers
+//! (`unchecked_frees` on the options or adaptor); it is on by default.
 
 use std::any::Any;
 use std::fmt;
