@@ -85,7 +85,7 @@ impl LiveMap {
 }
 
 /// Number of shards of a [`LiveSet`] (a power of two).
-const SHARDS: usize = 32;
+const SHARDS: usize = 64;
 
 /// A [`LiveMap`] sharded over [`SHARDS`] mutexes by address, plus a count
 /// of refused frees. Thread safe; each operation takes one shard's lock.
@@ -97,14 +97,20 @@ const SHARDS: usize = 32;
 /// those are released.
 #[derive(Debug)]
 pub(crate) struct LiveSet {
-    shards: Box<[Mutex<LiveMap>]>,
+    shards: Box<[Shard]>,
     bad_frees: AtomicUsize,
 }
+
+/// One shard, on its own cache lines (threads working on different shards
+/// must not contend through false sharing).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Shard(Mutex<LiveMap>);
 
 impl Default for LiveSet {
     fn default() -> Self {
         LiveSet {
-            shards: (0..SHARDS).map(|_| Mutex::new(LiveMap::default())).collect(),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             bad_frees: AtomicUsize::new(0),
         }
     }
@@ -116,7 +122,7 @@ impl LiveSet {
         // two): mix before picking a shard.
         let h = addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58;
         let i = (h as usize) & (SHARDS - 1);
-        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+        self.shards[i].0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records a new allocation; logs (as a bug of `name`) and returns
@@ -153,7 +159,7 @@ impl LiveSet {
     pub fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).len())
             .sum()
     }
 }
