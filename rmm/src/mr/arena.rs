@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::arena_book::{ArenaBook, Freed, GlobalBook};
-use super::live_set::LiveSet;
+use super::live_set::{log_bad_free, BadFree, LiveMap};
 use super::stream_ordered::StreamKey;
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
@@ -80,6 +80,10 @@ impl ArenaOptions {
 struct Arena {
     id: usize,
     book: Mutex<ArenaBook>,
+    /// Live allocations made on this arena's stream (address to requested
+    /// bytes), when frees are checked. A leaf lock: taken with no other
+    /// lock held.
+    live: Mutex<LiveMap>,
 }
 
 #[derive(Debug, Default)]
@@ -105,9 +109,10 @@ struct ArenaInner<U: MemoryResource> {
     superblock: usize,
     global: Mutex<GlobalBook>,
     arenas: RwLock<Arenas>,
-    /// The live allocations (address to requested bytes); `None` when
-    /// frees are trusted.
-    live: Option<LiveSet>,
+    /// Frees are checked against the arenas' live records.
+    checked: bool,
+    /// Frees refused so far.
+    bad_frees: AtomicUsize,
     simulated: bool,
     device: Option<DeviceId>,
     device_accessible: bool,
@@ -263,7 +268,8 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 superblock: options.superblock_size,
                 global: Mutex::new(GlobalBook::new(base.addr(), size)),
                 arenas: RwLock::new(Arenas::default()),
-                live: (!options.unchecked_frees).then(LiveSet::default),
+                checked: !options.unchecked_frees,
+                bad_frees: AtomicUsize::new(0),
                 simulated,
             }),
         })
@@ -272,14 +278,44 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Frees refused so far: double frees, foreign, never-allocated or
     /// interior pointers, wrong sizes (each logged at error level).
     pub fn bad_frees(&self) -> usize {
-        self.inner.live.as_ref().map_or(0, LiveSet::bad_frees)
+        self.inner.bad_frees.load(Ordering::Relaxed)
     }
 
-    fn record(&self, addr: u64, bytes: usize) -> DevicePtr {
-        if let Some(live) = &self.inner.live {
-            live.insert("ArenaMemoryResource", addr, bytes);
+    /// Records a new allocation in the live record of `stream`'s arena.
+    fn record(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> DevicePtr {
+        if self.inner.checked && !lock(&self.arena_for(stream).live).insert(addr, bytes) {
+            log::error!(
+                "ArenaMemoryResource: handed out {addr:#x} ({bytes} bytes) while it is live (internal error)"
+            );
         }
         DevicePtr::new(addr)
+    }
+
+    /// Removes a live allocation freed on `stream`: from the stream's own
+    /// arena's record (the common case), else from another arena's (a
+    /// block allocated on another stream). A free that names no live
+    /// allocation or a wrong size is logged, counted and refused (false).
+    fn forget(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
+        let own = self.arena_for(stream);
+        let found = lock(&own.live).remove(addr, bytes);
+        let found = match found {
+            Err(BadFree::NotLive) => self
+                .all_arenas()
+                .iter()
+                .filter(|a| a.id != own.id)
+                .map(|a| lock(&a.live).remove(addr, bytes))
+                .find(|r| *r != Err(BadFree::NotLive))
+                .unwrap_or(Err(BadFree::NotLive)),
+            r => r,
+        };
+        match found {
+            Ok(()) => true,
+            Err(bad) => {
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log_bad_free("ArenaMemoryResource", addr, bytes, bad);
+                false
+            }
+        }
     }
 
     /// Size of the global arena (the one upstream allocation).
@@ -390,6 +426,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 Arc::new(Arena {
                     id,
                     book: Mutex::new(ArenaBook::new(1, self.inner.superblock)),
+                    live: Mutex::new(LiveMap::default()),
                 })
             })
             .clone();
@@ -459,7 +496,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             _ => return Err(self.out_of_memory(bytes)),
         };
         if let Some(a) = self.try_allocate(size, stream) {
-            return Ok(self.record(a, bytes));
+            return Ok(self.record(a, bytes, stream));
         }
         // Defragmenting synchronises the device: wrong under another current
         // device, and rare enough to check for it here.
@@ -468,7 +505,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         self.defragment();
         match self.try_allocate(size, stream) {
-            Some(a) => Ok(self.record(a, bytes)),
+            Some(a) => Ok(self.record(a, bytes, stream)),
             None => {
                 let e = self.out_of_memory(bytes);
                 log::error!("{e}");
@@ -481,10 +518,8 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if ptr.is_null() {
             return;
         }
-        if let Some(live) = &self.inner.live {
-            if !live.remove("ArenaMemoryResource", ptr.addr(), bytes) {
-                return;
-            }
+        if self.inner.checked && !self.forget(ptr.addr(), bytes, stream) {
+            return;
         }
         let base = self.inner.base.addr();
         let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {

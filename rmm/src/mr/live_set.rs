@@ -3,10 +3,12 @@
 //! trusted (DESIGN.md §3: misuse is detected, not trusted).
 //!
 //! * [`LiveMap`]: address → requested bytes, for callers that already hold
-//!   a lock (the stream-ordered core, the simulated resource).
+//!   a lock (the stream-ordered core, the simulated resource, the
+//!   statistics adaptor) or keep one per arena (the arena: one record per
+//!   stream's arena, so its threads do not share a lock).
 //! * [`LiveSet`]: the same, sharded over several mutexes by address, for
 //!   resources and adaptors that have no lock of their own on the hot path
-//!   (arena, binning, limiting, statistics).
+//!   (binning, limiting).
 //!
 //! A free is accepted only when its pointer is the start of a live
 //! allocation and its size is the size that allocation was requested with.
@@ -92,9 +94,8 @@ const SHARDS: usize = 64;
 ///
 /// Lock order: a shard lock is a leaf. It is held only for one hash
 /// operation, never while another lock of ours is taken, never across an
-/// upstream or driver call; callers take it with no lock held (arena,
-/// binning, limiting, statistics) or under their own locks only after
-/// those are released.
+/// upstream or driver call; its callers (binning, limiting) hold no other
+/// lock when they take it.
 #[derive(Debug)]
 pub(crate) struct LiveSet {
     shards: Box<[Shard]>,
