@@ -898,3 +898,103 @@ fn binning_wrong_size_that_picks_another_bin_or_the_upstream_is_refused() {
     }
     assert_eq!(sim.bad_frees(), 0);
 }
+
+// ---------------------------------------------------------------------------
+// Concurrent misuse: threads on their own streams, interior and wrong-size
+// frees of their own live blocks (always invalid, whatever other threads
+// do), every allocation checked against the live blocks of all threads
+// ---------------------------------------------------------------------------
+
+fn threads_adversarial(mr: &(dyn MemoryResource + Sync), threads: usize, ops: usize) {
+    let all = std::sync::Mutex::new(BTreeMap::<u64, usize>::new());
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let all = &all;
+            scope.spawn(move || {
+                let st = stream(t);
+                let mut rng = SplitMix64(500 + t as u64);
+                let mut live: Vec<(u64, usize)> = Vec::new();
+                for _ in 0..ops {
+                    let roll = rng.below(100);
+                    if live.is_empty() || roll < 45 {
+                        let bytes = 1 + rng.below(64 * KIB);
+                        let Ok(p) = mr.allocate(bytes, 256, st) else {
+                            continue;
+                        };
+                        let mut all = all.lock().unwrap();
+                        let a = p.addr();
+                        if let Some((&b, &n)) = all.range(..=a).next_back() {
+                            assert!(b + round(n) as u64 <= a, "{a:#x} overlaps live {b:#x}+{n}");
+                        }
+                        if let Some((&b, &n)) = all.range(a..).next() {
+                            assert!(
+                                a + round(bytes) as u64 <= b,
+                                "{a:#x}+{bytes} overlaps live {b:#x}+{n}"
+                            );
+                        }
+                        all.insert(a, bytes);
+                        live.push((a, bytes));
+                    } else if roll < 85 {
+                        let (a, bytes) = live.swap_remove(rng.below(live.len()));
+                        all.lock().unwrap().remove(&a);
+                        // SAFETY: allocated above with these arguments.
+                        unsafe { mr.deallocate(DevicePtr::new(a), bytes, 256, st) };
+                    } else {
+                        let (a, bytes) = live[rng.below(live.len())];
+                        let (addr, size) = if bytes > 256 && rng.below(2) == 0 {
+                            (a + 256, bytes - 256)
+                        } else {
+                            (a, bytes + 1 + rng.below(4096))
+                        };
+                        // SAFETY: the misuse under test (an interior pointer
+                        // or a wrong size), which must be ignored.
+                        unsafe { mr.deallocate(DevicePtr::new(addr), size, 256, st) };
+                    }
+                }
+                for (a, bytes) in live {
+                    all.lock().unwrap().remove(&a);
+                    // SAFETY: allocated above with these arguments.
+                    unsafe { mr.deallocate(DevicePtr::new(a), bytes, 256, st) };
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn threads_adversarial_pool_arena_binning_limiting_statistics() {
+    let sim = SimulatedMemoryResource::new(64 * GIB);
+    {
+        let pool = PoolMemoryResource::new(sim.clone(), PoolOptions::default()).unwrap();
+        threads_adversarial(&pool, 4, 20_000);
+        assert_eq!(pool.free_bytes(), pool.pool_size());
+        assert!(pool.bad_frees() > 1000);
+    }
+    {
+        let opts = ArenaOptions::default().arena_size(256 * MIB).superblock_size(MIB);
+        let arena = ArenaMemoryResource::new(sim.clone(), opts).unwrap();
+        threads_adversarial(&arena, 4, 20_000);
+        assert_eq!(arena.free_bytes(), arena.arena_size());
+        assert!(arena.bad_frees() > 1000);
+    }
+    {
+        let binning = BinningMemoryResource::with_fixed_bins(sim.clone(), 10, 14).unwrap();
+        threads_adversarial(&binning, 4, 20_000);
+    }
+    {
+        let limiting = LimitingAdaptor::new(sim.clone(), 64 * MIB);
+        threads_adversarial(&limiting, 4, 20_000);
+        assert_eq!(limiting.allocated_bytes(), 0);
+        assert!(limiting.bad_frees() > 1000);
+    }
+    {
+        let stats = StatisticsAdaptor::new(sim.clone());
+        threads_adversarial(&stats, 4, 20_000);
+        assert_eq!(
+            (stats.bytes_counter().value, stats.allocations_counter().value),
+            (0, 0)
+        );
+        assert!(stats.bad_frees() > 1000);
+    }
+    assert_eq!((sim.allocated_bytes(), sim.bad_frees()), (0, 0));
+}
