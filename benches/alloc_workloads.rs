@@ -9,6 +9,11 @@
 //! `binning` and `arena` over a simulated device (addresses only; what is
 //! measured is the bookkeeping's CPU cost), with a note on stderr.
 //!
+//! `pool_unchecked`, `arena_unchecked` and `statistics_pool_unchecked` are
+//! the same resources with `unchecked_frees` (frees trusted, not checked
+//! against the live record): the difference to the checked rows is what
+//! misuse detection costs.
+//!
 //! `RMM_BENCH_RESOURCES="pool arena"` (or resource names as arguments)
 //! restricts the resources. Run with `cargo bench --bench alloc_workloads`.
 
@@ -202,13 +207,29 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
 }
 
 fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
+    // `<row>_unchecked`: the same resource with frees trusted instead of
+    // checked against the live record, to measure what the check costs.
+    let (name, checked) = match name.strip_suffix("_unchecked") {
+        Some(base) => (base, false),
+        None => (name, true),
+    };
+    let pool_opts = |initial: usize| {
+        PoolOptions::default()
+            .initial_pool_size(initial)
+            .unchecked_frees(!checked)
+    };
+    let arena_opts = |size: usize| ArenaOptions::default().arena_size(size).unchecked_frees(!checked);
     // Adaptor overhead rows: the adaptor over the `pool` row's pool.
+    let inner = if checked { "pool" } else { "pool_unchecked" };
     match name {
         "statistics_pool" => {
-            return build("pool", gpu, sim_capacity).map(|p| SharedResource::new(StatisticsAdaptor::new(p)))
+            return build(inner, gpu, sim_capacity).map(|p| {
+                let stats = StatisticsAdaptor::new(p);
+                SharedResource::new(if checked { stats } else { stats.unchecked_frees() })
+            })
         }
         "tracking_pool" => {
-            return build("pool", gpu, sim_capacity)
+            return build(inner, gpu, sim_capacity)
                 .map(|p| SharedResource::new(TrackingAdaptor::new(p, false)))
         }
         _ => {}
@@ -218,25 +239,16 @@ fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
             "cuda" => Ok(SharedResource::new(CudaMemoryResource::new())),
             "cuda_async" => CudaAsyncMemoryResource::new().map(SharedResource::new),
             "pool" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
-                PoolMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    PoolOptions::default().initial_pool_size(initial),
-                )
-                .map(SharedResource::new)
+                PoolMemoryResource::new(CudaMemoryResource::new(), pool_opts(initial))
+                    .map(SharedResource::new)
             }),
             "binning" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
-                let pool = PoolMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    PoolOptions::default().initial_pool_size(initial),
-                )?;
+                let pool = PoolMemoryResource::new(CudaMemoryResource::new(), pool_opts(initial))?;
                 BinningMemoryResource::with_fixed_bins(pool, 18, 22).map(SharedResource::new)
             }),
             "arena" => rmm::device::available_device_memory().and_then(|(free, _)| {
-                ArenaMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    ArenaOptions::default().arena_size(free - 64 * MIB),
-                )
-                .map(SharedResource::new)
+                ArenaMemoryResource::new(CudaMemoryResource::new(), arena_opts(free - 64 * MIB))
+                    .map(SharedResource::new)
             }),
             "vmpool" => {
                 VirtualPoolMemoryResource::new(VirtualPoolOptions::default()).map(SharedResource::new)
@@ -247,14 +259,12 @@ fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
         let sim = SimulatedMemoryResource::new(sim_capacity);
         let half = rmm::align::align_down(sim_capacity / 2, 256);
         match name {
-            "pool" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
-                .map(SharedResource::new),
-            "binning" => PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(half))
+            "pool" => PoolMemoryResource::new(sim, pool_opts(half)).map(SharedResource::new),
+            "binning" => PoolMemoryResource::new(sim, pool_opts(half))
                 .and_then(|pool| BinningMemoryResource::with_fixed_bins(pool, 18, 22))
                 .map(SharedResource::new),
             "arena" => {
-                ArenaMemoryResource::new(sim, ArenaOptions::default().arena_size(sim_capacity - 64 * MIB))
-                    .map(SharedResource::new)
+                ArenaMemoryResource::new(sim, arena_opts(sim_capacity - 64 * MIB)).map(SharedResource::new)
             }
             _ => return None,
         }
@@ -288,6 +298,9 @@ fn main() {
             "vmpool",
             "statistics_pool",
             "tracking_pool",
+            "pool_unchecked",
+            "arena_unchecked",
+            "statistics_pool_unchecked",
         ]
     } else {
         eprintln!(
@@ -295,7 +308,16 @@ fn main() {
              device of {} GiB (bookkeeping cost only)",
             sim_capacity >> 30
         );
-        &["pool", "binning", "arena", "statistics_pool", "tracking_pool"]
+        &[
+            "pool",
+            "binning",
+            "arena",
+            "statistics_pool",
+            "tracking_pool",
+            "pool_unchecked",
+            "arena_unchecked",
+            "statistics_pool_unchecked",
+        ]
     };
     println!("impl,resource,workload,params,seconds,ns_per_op,failed");
     for &name in all {

@@ -813,7 +813,7 @@ fn failure_callback_retry_count_and_error_filter() {
         "4 retries, then the callback gives up"
     );
     // Errors other than out-of-memory do not call the callback.
-    assert!(matches!(mr.allocate(64, 3, S), Err(Error::InvalidArgument(_))));
+    assert!(matches!(mr.allocate(64, 3, S), Err(Error::BadAlloc(_))));
     assert_eq!(calls.load(Ordering::SeqCst), 5);
     // The alignment is forwarded.
     let p = mr.allocate(64, 4096, S).unwrap();

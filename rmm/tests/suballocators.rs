@@ -414,9 +414,15 @@ fn fixed_size_grows_by_chunks_and_rejects_large() {
         e.is_out_of_memory() && e.to_string().contains("maximum allocation size exceeded"),
         "{e}"
     );
+    // A free must name the requested size: 1 byte is a wrong size, refused.
     for &p in &ptrs {
-        // SAFETY: allocated above.
+        // SAFETY: allocated above (the wrong size is refused, nothing freed).
         unsafe { mr.deallocate(p, 1, 256, S) };
+    }
+    assert_eq!((mr.free_bytes(), mr.bad_frees()), (3 * 1024, 5));
+    for &p in &ptrs {
+        // SAFETY: allocated above with 1024 bytes.
+        unsafe { mr.deallocate(p, 1024, 256, S) };
     }
     assert_eq!(mr.free_bytes(), 8 * 1024);
     drop(mr);

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::arena_book::{ArenaBook, Freed, GlobalBook};
+use super::live_set::{log_bad_free, BadFree, LiveMap};
 use super::stream_ordered::StreamKey;
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
@@ -40,6 +41,11 @@ pub struct ArenaOptions {
     /// Superblock size for small requests (at least 1 MiB, a multiple of
     /// 256; default 4 MiB).
     pub superblock_size: usize,
+    /// Trust frees instead of checking them against the live allocations
+    /// (default `false`: checked). Unchecked, a double free of a large
+    /// block, a fake pointer or a wrong size can hand memory out twice; only
+    /// for measured hot paths with trusted callers.
+    pub unchecked_frees: bool,
 }
 
 impl Default for ArenaOptions {
@@ -47,6 +53,7 @@ impl Default for ArenaOptions {
         ArenaOptions {
             arena_size: None,
             superblock_size: 4 * MIB,
+            unchecked_frees: false,
         }
     }
 }
@@ -62,12 +69,21 @@ impl ArenaOptions {
         self.superblock_size = bytes;
         self
     }
+    /// Sets [`unchecked_frees`](Self::unchecked_frees).
+    pub fn unchecked_frees(mut self, unchecked: bool) -> Self {
+        self.unchecked_frees = unchecked;
+        self
+    }
 }
 
 #[derive(Debug)]
 struct Arena {
     id: usize,
     book: Mutex<ArenaBook>,
+    /// Live allocations made on this arena's stream (address to requested
+    /// bytes), when frees are checked. A leaf lock: taken with no other
+    /// lock held.
+    live: Mutex<LiveMap>,
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +109,10 @@ struct ArenaInner<U: MemoryResource> {
     superblock: usize,
     global: Mutex<GlobalBook>,
     arenas: RwLock<Arenas>,
+    /// Frees are checked against the arenas' live records.
+    checked: bool,
+    /// Frees refused so far.
+    bad_frees: AtomicUsize,
     simulated: bool,
     device: Option<DeviceId>,
     device_accessible: bool,
@@ -248,9 +268,54 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 superblock: options.superblock_size,
                 global: Mutex::new(GlobalBook::new(base.addr(), size)),
                 arenas: RwLock::new(Arenas::default()),
+                checked: !options.unchecked_frees,
+                bad_frees: AtomicUsize::new(0),
                 simulated,
             }),
         })
+    }
+
+    /// Frees refused so far: double frees, foreign, never-allocated or
+    /// interior pointers, wrong sizes (each logged at error level).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.bad_frees.load(Ordering::Relaxed)
+    }
+
+    /// Records a new allocation in the live record of `stream`'s arena.
+    fn record(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> DevicePtr {
+        if self.inner.checked && !lock(&self.arena_for(stream).live).insert(addr, bytes) {
+            log::error!(
+                "ArenaMemoryResource: handed out {addr:#x} ({bytes} bytes) while it is live (internal error)"
+            );
+        }
+        DevicePtr::new(addr)
+    }
+
+    /// Removes a live allocation freed on `stream`: from the stream's own
+    /// arena's record (the common case), else from another arena's (a
+    /// block allocated on another stream). A free that names no live
+    /// allocation or a wrong size is logged, counted and refused (false).
+    fn forget(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
+        let own = self.arena_for(stream);
+        let found = lock(&own.live).remove(addr, bytes);
+        let found = match found {
+            Err(BadFree::NotLive) => self
+                .all_arenas()
+                .iter()
+                .filter(|a| a.id != own.id)
+                .map(|a| lock(&a.live).remove(addr, bytes))
+                .find(|r| *r != Err(BadFree::NotLive))
+                .unwrap_or(Err(BadFree::NotLive)),
+            r => r,
+        };
+        match found {
+            Ok(()) => true,
+            Err(bad) => {
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log_bad_free("ArenaMemoryResource", addr, bytes, bad);
+                false
+            }
+        }
     }
 
     /// Size of the global arena (the one upstream allocation).
@@ -361,6 +426,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 Arc::new(Arena {
                     id,
                     book: Mutex::new(ArenaBook::new(1, self.inner.superblock)),
+                    live: Mutex::new(LiveMap::default()),
                 })
             })
             .clone();
@@ -430,7 +496,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             _ => return Err(self.out_of_memory(bytes)),
         };
         if let Some(a) = self.try_allocate(size, stream) {
-            return Ok(DevicePtr::new(a));
+            return Ok(self.record(a, bytes, stream));
         }
         // Defragmenting synchronises the device: wrong under another current
         // device, and rare enough to check for it here.
@@ -439,7 +505,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         self.defragment();
         match self.try_allocate(size, stream) {
-            Some(a) => Ok(DevicePtr::new(a)),
+            Some(a) => Ok(self.record(a, bytes, stream)),
             None => {
                 let e = self.out_of_memory(bytes);
                 log::error!("{e}");
@@ -450,6 +516,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
+            return;
+        }
+        if self.inner.checked && !self.forget(ptr.addr(), bytes, stream) {
             return;
         }
         let base = self.inner.base.addr();

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use super::live_set::LiveSet;
 use super::{
     check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource,
 };
@@ -15,8 +16,12 @@ use crate::stream::CudaStreamView;
 
 struct BinningInner<U> {
     upstream: U,
-    /// Bins by increasing size.
-    bins: Vec<(usize, SharedResource)>,
+    /// Bins by increasing size, each with whether it checks its own frees
+    /// (the fixed-size bins made here do).
+    bins: Vec<(usize, SharedResource, bool)>,
+    /// Live allocations served by the upstream or by bins that were handed
+    /// in (which may trust frees).
+    live: LiveSet,
 }
 
 /// Routes each request to the smallest bin that holds it, and larger ones
@@ -26,6 +31,11 @@ struct BinningInner<U> {
 /// [`FixedSizeMemoryResource`] of that block size over the upstream, and
 /// [`with_fixed_bins`](Self::with_fixed_bins) makes one per power of two.
 /// A free must name the size it was allocated with (to find the bin).
+/// Misuse is detected, never trusted: the fixed-size bins made here check
+/// their own frees, and allocations served by the upstream or by bins
+/// handed to [`add_bin`](Self::add_bin) are recorded here; a double free, a
+/// foreign, never-allocated or interior pointer, or a wrong size (which
+/// would pick another bin) is logged at error level and ignored.
 /// Zero-byte requests return null. Bins are added before the resource is
 /// shared: `add_bin` takes `&mut self` and fails on a resource that has
 /// been cloned, so the allocation path needs no lock.
@@ -72,6 +82,7 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
             inner: Arc::new(BinningInner {
                 upstream,
                 bins: Vec::new(),
+                live: LiveSet::default(),
             }),
         }
     }
@@ -112,18 +123,21 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
                 "BinningMemoryResource::add_bin on a shared resource: add bins before cloning it".into(),
             ));
         };
-        let at = match inner.bins.binary_search_by_key(&size, |(s, _)| *s) {
+        let at = match inner.bins.binary_search_by_key(&size, |(s, _, _)| *s) {
             Ok(_) => return Ok(()),
             Err(at) => at,
         };
-        let resource = match resource {
-            Some(r) => r,
-            None => SharedResource::new(FixedSizeMemoryResource::new(
-                inner.upstream.clone(),
-                FixedSizeOptions::default().block_size(size),
-            )?),
+        let (resource, checks_frees) = match resource {
+            Some(r) => (r, false),
+            None => (
+                SharedResource::new(FixedSizeMemoryResource::new(
+                    inner.upstream.clone(),
+                    FixedSizeOptions::default().block_size(size),
+                )?),
+                true,
+            ),
         };
-        inner.bins.insert(at, (size, resource));
+        inner.bins.insert(at, (size, resource, checks_frees));
         Ok(())
     }
 }
@@ -131,7 +145,7 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
 impl<U: MemoryResource> BinningMemoryResource<U> {
     /// The bin sizes, increasing.
     pub fn bin_sizes(&self) -> Vec<usize> {
-        self.inner.bins.iter().map(|(s, _)| *s).collect()
+        self.inner.bins.iter().map(|(s, _, _)| *s).collect()
     }
 
     /// The upstream resource (for requests larger than every bin).
@@ -139,10 +153,18 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
         &self.inner.upstream
     }
 
-    fn route(&self, bytes: usize) -> Option<&SharedResource> {
+    /// The bin for `bytes` (and whether it checks its own frees), or `None`
+    /// for the upstream.
+    fn route(&self, bytes: usize) -> Option<(&SharedResource, bool)> {
         let bins = &self.inner.bins;
-        let i = bins.partition_point(|(s, _)| *s < bytes);
-        bins.get(i).map(|(_, r)| r)
+        let i = bins.partition_point(|(s, _, _)| *s < bytes);
+        bins.get(i).map(|(_, r, checked)| (r, *checked))
+    }
+
+    /// Frees refused here so far (those routed to the upstream or to bins
+    /// that were handed in; the fixed-size bins made here count their own).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.live.bad_frees()
     }
 }
 
@@ -152,20 +174,30 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        match self.route(bytes) {
-            Some(bin) => bin.allocate(bytes, alignment, stream),
-            None => self.inner.upstream.allocate(bytes, alignment, stream),
+        let (p, checked) = match self.route(bytes) {
+            Some((bin, checked)) => (bin.allocate(bytes, alignment, stream)?, checked),
+            None => (self.inner.upstream.allocate(bytes, alignment, stream)?, false),
+        };
+        if !checked && !p.is_null() {
+            self.inner.live.insert("BinningMemoryResource", p.addr(), bytes);
         }
+        Ok(p)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        match self.route(bytes) {
-            // SAFETY: the same size routed the allocation to this bin.
-            Some(bin) => unsafe { bin.deallocate(ptr, bytes, alignment, stream) },
-            // SAFETY: the same size routed the allocation to the upstream.
+        let route = self.route(bytes);
+        let checked = route.is_some_and(|(_, c)| c);
+        if !checked && !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
+            return;
+        }
+        match route {
+            // SAFETY: the bin checks the free itself, or the record above
+            // showed the same size (hence this bin) served the allocation.
+            Some((bin, _)) => unsafe { bin.deallocate(ptr, bytes, alignment, stream) },
+            // SAFETY: the record above showed the upstream served it.
             None => unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) },
         }
     }
@@ -182,7 +214,7 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         self.inner
             .upstream
             .device()
-            .or_else(|| self.inner.bins.iter().find_map(|(_, r)| r.device()))
+            .or_else(|| self.inner.bins.iter().find_map(|(_, r, _)| r.device()))
     }
 
     fn is_simulated(&self) -> bool {

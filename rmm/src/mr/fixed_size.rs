@@ -29,6 +29,11 @@ pub struct FixedSizeOptions {
     pub block_size: usize,
     /// Blocks per upstream chunk (default 128).
     pub blocks_to_preallocate: usize,
+    /// Trust frees instead of checking them against the live allocations
+    /// (default `false`: checked). Unchecked, a double free or a
+    /// never-allocated block-aligned address hands a block out twice; only
+    /// for measured hot paths with trusted callers.
+    pub unchecked_frees: bool,
 }
 
 impl Default for FixedSizeOptions {
@@ -36,6 +41,7 @@ impl Default for FixedSizeOptions {
         FixedSizeOptions {
             block_size: 1 << 20,
             blocks_to_preallocate: 128,
+            unchecked_frees: false,
         }
     }
 }
@@ -49,6 +55,11 @@ impl FixedSizeOptions {
     /// Sets [`blocks_to_preallocate`](Self::blocks_to_preallocate).
     pub fn blocks_to_preallocate(mut self, n: usize) -> Self {
         self.blocks_to_preallocate = n;
+        self
+    }
+    /// Sets [`unchecked_frees`](Self::unchecked_frees).
+    pub fn unchecked_frees(mut self, unchecked: bool) -> Self {
+        self.unchecked_frees = unchecked;
         self
     }
 }
@@ -117,6 +128,10 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
 
     fn max_allocation(&self) -> usize {
         self.block_size
+    }
+
+    fn block_size(&self, bytes: usize) -> Option<usize> {
+        (bytes <= self.block_size).then_some(self.block_size)
     }
 
     fn is_head(&self, _addr: u64) -> bool {
@@ -234,6 +249,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             chunks: BTreeMap::new(),
         };
         let mut core = StreamOrdered::new(backing, simulated, device);
+        core.set_check_frees(!options.unchecked_frees);
         let base = core.backing.new_chunk(CudaStreamView::DEFAULT)?;
         if !simulated {
             if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
@@ -279,6 +295,12 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     pub fn free_bytes(&self) -> usize {
         self.state().free_bytes()
     }
+
+    /// Frees refused so far: double frees, foreign or never-allocated
+    /// pointers, wrong sizes (each logged at error level).
+    pub fn bad_frees(&self) -> usize {
+        self.state().bad_frees()
+    }
 }
 
 impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
@@ -296,23 +318,14 @@ impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
                 ),
             });
         }
-        self.state()
-            .allocate(self.inner.block_size, stream)
-            .map(DevicePtr::new)
+        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        if bytes > self.inner.block_size {
-            log::error!(
-                "FixedSizeMemoryResource: free of {ptr} with {bytes} bytes, more than the block size {}; ignored",
-                self.inner.block_size
-            );
-            return;
-        }
-        self.state().deallocate(ptr.addr(), self.inner.block_size, stream);
+        self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

@@ -186,7 +186,8 @@ impl CoalescingFreeList {
     /// Returns false, changing nothing, when the block is empty or when a
     /// free block starts where it starts or ends where it ends (a double
     /// free; a free of a block in the middle of a larger free block is not
-    /// detected).
+    /// detected here: the live record of the stream-ordered core, checked
+    /// before the list sees a free, refuses every double free).
     pub fn insert(&mut self, addr: u64, size: usize, is_head: impl Fn(u64) -> bool) -> bool {
         self.insert_merged(addr, size, is_head).is_some()
     }
@@ -452,6 +453,7 @@ impl FreeBlocks for FixedSizeFreeList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mr::live_set::{BadFree, LiveMap};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -525,6 +527,10 @@ mod tests {
     enum Op {
         Alloc(usize),
         Free(usize),
+        /// A second free of a block freed earlier.
+        DoubleFree(usize),
+        /// A free of a pointer inside a live block.
+        Interior(usize),
         Absorb,
     }
 
@@ -532,6 +538,8 @@ mod tests {
         prop_oneof![
             (1usize..40).prop_map(Op::Alloc),
             any::<usize>().prop_map(Op::Free),
+            any::<usize>().prop_map(Op::DoubleFree),
+            any::<usize>().prop_map(Op::Interior),
             Just(Op::Absorb),
         ]
     }
@@ -542,7 +550,10 @@ mod tests {
         /// Random allocate / free sequences over chunks of 256-byte units,
         /// split over two lists that are merged now and then, checked against
         /// a byte-map model: no overlap, every unit either live or free,
-        /// coalescing complete, best fit exact.
+        /// coalescing complete, best fit exact. Frees go through the live
+        /// record first, as in the stream-ordered core: every double free
+        /// (also of a block whose neighbours were freed and coalesced) and
+        /// every interior pointer is refused and changes nothing.
         #[test]
         fn matches_model(chunks in proptest::collection::vec(1usize..64, 1..4),
                          ops in proptest::collection::vec(op(), 1..300)) {
@@ -563,6 +574,8 @@ mod tests {
                 prop_assert!(lists[0].insert(a, c * U as usize, is_head));
             }
             let mut live: Vec<(u64, usize)> = Vec::new();
+            let mut record = LiveMap::default();
+            let mut freed: Vec<(u64, usize)> = Vec::new();
             let mut turn = 0usize;
             for op in ops {
                 turn += 1;
@@ -577,19 +590,40 @@ mod tests {
                         prop_assert_eq!(got, expect);
                         if let Some(a) = got {
                             live.push((a, size));
+                            prop_assert!(record.insert(a, size));
                         }
                     }
                     Op::Free(i) => {
                         if !live.is_empty() {
                             let (a, s) = live.swap_remove(i % live.len());
+                            prop_assert_eq!(record.remove(a, s), Ok(()));
                             prop_assert!(lists[turn % 2].insert(a, s, is_head));
-                            // A second free of the same block is refused
-                            // (when its start or end is still a block edge).
+                            freed.push((a, s));
+                            // The list alone also refuses a second free while
+                            // the block's start or end is a free block's edge.
                             let l = &mut lists[turn % 2];
                             let edge = l.blocks().iter().any(|&(b, n)| b == a || b + n as u64 == a + s as u64);
                             if edge {
                                 prop_assert!(!l.insert(a, s, is_head));
                             }
+                        }
+                    }
+                    Op::DoubleFree(i) => {
+                        if !freed.is_empty() {
+                            let (a, s) = freed[i % freed.len()];
+                            // Unless the block was handed out again as it was.
+                            if !live.contains(&(a, s)) {
+                                prop_assert!(record.remove(a, s).is_err(), "double free of {a:#x}+{s} accepted");
+                            }
+                        }
+                    }
+                    Op::Interior(i) => {
+                        if let Some(&(a, s)) = live.get(i % live.len().max(1)) {
+                            if s > U as usize {
+                                let off = U * (1 + (i as u64 % (s as u64 / U - 1)));
+                                prop_assert_eq!(record.remove(a + off, s - off as usize), Err(BadFree::NotLive));
+                            }
+                            prop_assert_eq!(record.remove(a, s + 1), Err(BadFree::WrongSize(s)));
                         }
                     }
                     Op::Absorb => {

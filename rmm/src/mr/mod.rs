@@ -34,6 +34,23 @@
 //! * Exhausted memory is [`Error::OutOfMemory`] (message contains
 //!   `out_of_memory`); other allocation failures are [`Error::BadAlloc`] or
 //!   [`Error::Cuda`].
+//!
+//! # Misuse is detected, never trusted
+//! A free must name a pointer the resource handed out and is still live,
+//! with the size it was requested with. The sub-allocators
+//! ([`PoolMemoryResource`], [`FixedSizeMemoryResource`],
+//! [`VirtualPoolMemoryResource`], [`ArenaMemoryResource`],
+//! [`BinningMemoryResource`]), the [`LimitingAdaptor`], the
+//! [`StatisticsAdaptor`] and the [`SimulatedMemoryResource`] keep a record of the live allocations
+//! (address → requested bytes, one hash operation per call) and check every
+//! free against it: a double free, a foreign, never-allocated or interior
+//! pointer, or a wrong size is logged at error level (resource, pointer,
+//! sizes), counted (`bad_frees()`) and ignored, so no later allocation
+//! overlaps a live one and no counter drifts. `deallocate` never panics.
+//! (The [`TrackingAdaptor`] refuses untracked pointers alike; a wrong size
+//! there is logged and the block freed with its recorded size.)
+//! The check can be turned off for measured hot paths with trusted callers
+//! (`unchecked_frees` on the options or adaptor); it is on by default.
 
 use std::any::Any;
 use std::fmt;
@@ -54,6 +71,7 @@ mod cuda;
 mod cuda_async;
 mod fixed_size;
 pub mod free_list;
+mod live_set;
 mod managed;
 pub mod per_device;
 mod pinned;
@@ -366,13 +384,15 @@ pub fn check_base_alignment(alignment: usize) -> Result<()> {
 /// Checks an alignment for resources that accept any power of two.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when `alignment` is not a power of two.
+/// [`Error::BadAlloc`] when `alignment` is not a power of two (the same
+/// variant as [`check_base_alignment`], so every resource and adaptor
+/// reports a bad alignment alike).
 pub fn check_pow2_alignment(alignment: usize) -> Result<()> {
     if crate::align::is_pow2(alignment) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "alignment {alignment} is not a power of two"
+        Err(Error::BadAlloc(format!(
+            "unsupported alignment {alignment}: must be a power of two"
         )))
     }
 }

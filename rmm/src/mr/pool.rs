@@ -29,6 +29,11 @@ pub struct PoolOptions {
     /// The most bytes the pool takes from its upstream (a multiple of 256,
     /// at least the initial size); `None`: no limit.
     pub maximum_pool_size: Option<usize>,
+    /// Trust frees instead of checking them against the live allocations
+    /// (default `false`: checked). Unchecked, a double free inside a
+    /// coalesced free range, an interior pointer or a wrong size corrupts
+    /// the pool; only for measured hot paths with trusted callers.
+    pub unchecked_frees: bool,
 }
 
 impl PoolOptions {
@@ -40,6 +45,11 @@ impl PoolOptions {
     /// Sets [`maximum_pool_size`](Self::maximum_pool_size).
     pub fn maximum_pool_size(mut self, bytes: usize) -> Self {
         self.maximum_pool_size = Some(bytes);
+        self
+    }
+    /// Sets [`unchecked_frees`](Self::unchecked_frees).
+    pub fn unchecked_frees(mut self, unchecked: bool) -> Self {
+        self.unchecked_frees = unchecked;
         self
     }
 }
@@ -93,6 +103,10 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
 
     fn max_allocation(&self) -> usize {
         self.maximum.unwrap_or(usize::MAX)
+    }
+
+    fn block_size(&self, bytes: usize) -> Option<usize> {
+        align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
     }
 
     fn is_head(&self, addr: u64) -> bool {
@@ -309,6 +323,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             maximum: options.maximum_pool_size,
         };
         let mut core = StreamOrdered::new(backing, simulated, device);
+        core.set_check_frees(!options.unchecked_frees);
         let initial = options.initial_pool_size;
         if initial > 0 {
             let p = core.backing.upstream.allocate(
@@ -362,6 +377,12 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
         self.state().free_bytes()
     }
 
+    /// Frees refused so far: double frees, foreign, never-allocated or
+    /// interior pointers, wrong sizes (each logged at error level).
+    pub fn bad_frees(&self) -> usize {
+        self.state().bad_frees()
+    }
+
     /// Number of upstream allocations the pool holds.
     pub fn upstream_chunks(&self) -> usize {
         self.state().backing.chunks.len()
@@ -379,14 +400,14 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        self.state().allocate_rounded(bytes, stream).map(DevicePtr::new)
+        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        self.state().deallocate_rounded(ptr.addr(), bytes, stream);
+        self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

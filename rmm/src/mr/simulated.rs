@@ -1,9 +1,10 @@
 //! [`SimulatedMemoryResource`]: addresses without memory.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::free_list::CoalescingFreeList;
+use super::live_set::{log_bad_free, LiveMap};
 use super::{check_pow2_alignment, MemoryResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
@@ -22,10 +23,15 @@ const RANGE: u64 = 1 << 47;
 ///
 /// It simulates a device of `capacity` bytes: an allocation that would take
 /// the live bytes over the capacity fails with [`Error::OutOfMemory`].
-/// Addresses are handed out in increasing order and never reused, so a
-/// use-after-free in a sub-allocator shows up as overlapping live blocks. A
-/// free of an unknown pointer or with a wrong size is logged and ignored.
-/// Streams are never touched. Any power-of-two alignment is honoured.
+/// Any capacity is accepted (sizes are checked, never overflow); requests
+/// beyond the capacity or the 128 TiB simulated address range are
+/// [`Error::OutOfMemory`]. Freed addresses are reused (best fit over a
+/// coalescing free list), so allocate/free cycles never run out. A free
+/// that names no live allocation (double free, foreign, never-allocated or
+/// interior pointer) or a wrong size is logged at error level, counted in
+/// [`bad_frees`](Self::bad_frees) and ignored. Streams are never touched.
+/// Any power-of-two alignment is honoured; anything else is
+/// [`Error::BadAlloc`].
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -44,10 +50,12 @@ pub struct SimulatedMemoryResource {
     capacity: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
-    next: u64,
-    live: HashMap<u64, usize>,
+    /// Free simulated addresses.
+    free: CoalescingFreeList,
+    /// Live allocations: address to requested bytes.
+    live: LiveMap,
     allocated: usize,
     peak: usize,
     bad_frees: usize,
@@ -56,10 +64,15 @@ struct State {
 impl SimulatedMemoryResource {
     /// A simulated device of `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
+        let mut free = CoalescingFreeList::new();
+        free.insert(BASE, RANGE as usize, |_| false);
         SimulatedMemoryResource {
             inner: Arc::new(Mutex::new(State {
-                next: BASE,
-                ..State::default()
+                free,
+                live: LiveMap::default(),
+                allocated: 0,
+                peak: 0,
+                bad_frees: 0,
             })),
             capacity,
         }
@@ -105,7 +118,11 @@ impl MemoryResource for SimulatedMemoryResource {
         let rounded =
             align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| oom(bytes, "size overflows".into()))?;
         let mut s = self.state();
-        if rounded > self.capacity - s.allocated.min(self.capacity) {
+        let fits = s
+            .allocated
+            .checked_add(rounded)
+            .is_some_and(|n| n <= self.capacity);
+        if !fits {
             return Err(oom(
                 bytes,
                 format!(
@@ -114,12 +131,21 @@ impl MemoryResource for SimulatedMemoryResource {
                 ),
             ));
         }
-        let start =
-            align_up(s.next as usize, align).ok_or_else(|| oom(bytes, "address overflow".into()))? as u64;
-        if start + rounded as u64 > BASE + RANGE {
-            return Err(oom(bytes, "simulated address range exhausted".into()));
+        // Room for the alignment padding; the padding goes back at once.
+        let exhausted = || oom(bytes, "simulated address range exhausted".into());
+        let span = rounded
+            .checked_add(align - CUDA_ALLOCATION_ALIGNMENT)
+            .ok_or_else(exhausted)?;
+        let block = s.free.allocate(span).ok_or_else(exhausted)?;
+        let start = align_up(block as usize, align).ok_or_else(exhausted)? as u64;
+        let head = (start - block) as usize;
+        let tail = span - head - rounded;
+        if head > 0 {
+            s.free.insert(block, head, |_| false);
         }
-        s.next = start + rounded as u64;
+        if tail > 0 {
+            s.free.insert(start + rounded as u64, tail, |_| false);
+        }
         s.live.insert(start, bytes);
         s.allocated += rounded;
         s.peak = s.peak.max(s.allocated);
@@ -131,21 +157,18 @@ impl MemoryResource for SimulatedMemoryResource {
             return;
         }
         let mut s = self.state();
-        match s.live.get(&ptr.addr()).copied() {
-            Some(size) if size == bytes => {
-                s.live.remove(&ptr.addr());
-                s.allocated -= align_up(size, CUDA_ALLOCATION_ALIGNMENT).unwrap_or(size);
-            }
-            Some(size) => {
-                s.bad_frees += 1;
-                log::error!(
-                    "SimulatedMemoryResource: free of {ptr} with size {bytes}, allocated with {size}"
-                );
-            }
-            None => {
-                s.bad_frees += 1;
-                log::error!("SimulatedMemoryResource: free of unknown pointer {ptr} ({bytes} bytes)");
-            }
+        if let Err(bad) = s.live.remove(ptr.addr(), bytes) {
+            s.bad_frees += 1;
+            log_bad_free("SimulatedMemoryResource", ptr.addr(), bytes, bad);
+            return;
+        }
+        // `bytes` was rounded without overflow when it was allocated.
+        let rounded = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).unwrap_or(bytes);
+        s.allocated -= rounded;
+        if !s.free.insert(ptr.addr(), rounded, |_| false) {
+            log::error!(
+                "SimulatedMemoryResource: {ptr}+{rounded} was live and free at once (internal error)"
+            );
         }
     }
 

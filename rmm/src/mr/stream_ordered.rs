@@ -17,10 +17,18 @@
 //! So a stream that never shares its blocks never pays for an event, and a
 //! list that never saw a free (fresh upstream memory) needs no wait at all.
 //! Over a simulated upstream no event is ever created, recorded or waited on.
+//!
+//! Frees are checked against a record of the live allocations (address →
+//! requested bytes, [`LiveMap`]): a double free, a foreign, never-allocated
+//! or interior pointer, or a wrong size is logged at error level and
+//! ignored, so no block is ever handed out twice. The check can be turned
+//! off per resource (`unchecked_frees`); then only frees outside the
+//! backing or overlapping a free block's edge are caught.
 
 use std::thread::ThreadId;
 
 use super::free_list::FreeBlocks;
+use super::live_set::{log_bad_free, LiveMap};
 use crate::device::{ensure_current, DeviceId};
 use crate::driver;
 use crate::error::{Error, Result};
@@ -32,6 +40,9 @@ pub(crate) trait Backing: Send + 'static {
     type List: FreeBlocks;
     /// The largest request (already rounded) the resource serves.
     fn max_allocation(&self) -> usize;
+    /// The block size that serves a request of `bytes` (> 0); `None` when
+    /// no block can (the size overflows or exceeds what the resource serves).
+    fn block_size(&self, bytes: usize) -> Option<usize>;
     /// True when `addr` starts an upstream chunk (blocks never merge across it).
     fn is_head(&self, addr: u64) -> bool;
     /// True when `[addr, addr + size)` lies inside memory the backing holds.
@@ -108,6 +119,10 @@ pub(crate) struct StreamOrdered<B: Backing> {
     device: Option<DeviceId>,
     /// Blocks have moved between streams: new lists start eager.
     shared: bool,
+    /// The live allocations, when frees are checked (the default).
+    live: Option<LiveMap>,
+    /// Frees refused so far.
+    bad_frees: usize,
 }
 
 impl<B: Backing> StreamOrdered<B> {
@@ -119,7 +134,20 @@ impl<B: Backing> StreamOrdered<B> {
             simulated,
             device,
             shared: false,
+            live: Some(LiveMap::default()),
+            bad_frees: 0,
         }
+    }
+
+    /// Turns the check of frees against the live allocations off (`false`)
+    /// or on; only while no block is live.
+    pub fn set_check_frees(&mut self, on: bool) {
+        self.live = on.then(LiveMap::default);
+    }
+
+    /// Frees refused so far (misuse, logged at error level).
+    pub fn bad_frees(&self) -> usize {
+        self.bad_frees
     }
 
     fn index_of(&mut self, stream: CudaStreamView) -> usize {
@@ -151,7 +179,7 @@ impl<B: Backing> StreamOrdered<B> {
     }
 
     /// Allocates `size` bytes (a multiple of 256) in `stream` order.
-    pub fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
+    fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
         if size > self.backing.max_allocation() {
             let e = Error::OutOfMemory {
                 requested: size,
@@ -206,35 +234,62 @@ impl<B: Backing> StreamOrdered<B> {
         })
     }
 
-    /// Allocates a request of `bytes` (> 0) rounded up to 256 bytes, for
-    /// resources whose blocks are the rounded request (pool, virtual pool).
-    pub fn allocate_rounded(&mut self, bytes: usize, stream: CudaStreamView) -> Result<u64> {
-        let size =
-            crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| {
-                Error::OutOfMemory {
-                    requested: bytes,
-                    reason: format!("{}: size overflows", self.backing.name()),
-                }
-            })?;
-        self.allocate(size, stream)
+    /// Allocates a request of `bytes` (> 0): a block of
+    /// [`Backing::block_size`] bytes, recorded as live with `bytes`.
+    pub fn allocate_request(&mut self, bytes: usize, stream: CudaStreamView) -> Result<u64> {
+        let size = self.backing.block_size(bytes).ok_or_else(|| {
+            let e = Error::OutOfMemory {
+                requested: bytes,
+                reason: format!(
+                    "{}: maximum allocation size exceeded ({} bytes)",
+                    self.backing.name(),
+                    self.backing.max_allocation()
+                ),
+            };
+            log::error!("{e}");
+            e
+        })?;
+        let addr = self.allocate(size, stream)?;
+        if let Some(live) = &mut self.live {
+            if !live.insert(addr, bytes) {
+                log::error!(
+                    "{}: handed out {addr:#x} ({bytes} bytes) while it is live (internal error)",
+                    self.backing.name()
+                );
+            }
+        }
+        Ok(addr)
     }
 
     /// Frees a request of `bytes` made through
-    /// [`allocate_rounded`](Self::allocate_rounded); an impossible size is
-    /// logged and ignored.
-    pub fn deallocate_rounded(&mut self, addr: u64, bytes: usize, stream: CudaStreamView) {
-        match crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT) {
+    /// [`allocate_request`](Self::allocate_request). A free that names no
+    /// live allocation or a wrong size is logged and ignored.
+    pub fn deallocate_request(&mut self, addr: u64, bytes: usize, stream: CudaStreamView) {
+        if let Some(live) = &mut self.live {
+            if let Err(bad) = live.remove(addr, bytes) {
+                self.bad_frees += 1;
+                log_bad_free(self.backing.name(), addr, bytes, bad);
+                return;
+            }
+        }
+        match self.backing.block_size(bytes) {
             Some(size) => self.deallocate(addr, size, stream),
-            None => log::error!(
-                "{}: free of {addr:#x} with impossible size {bytes}",
-                self.backing.name()
-            ),
+            None => {
+                self.bad_frees += 1;
+                log::error!(
+                    "{}: free of {addr:#x} with impossible size {bytes}; ignored",
+                    self.backing.name()
+                );
+            }
         }
     }
 
-    /// Returns a block freed on `stream`; overlapping frees are logged and ignored.
-    pub fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
-        if !self.backing.contains(addr, size) {
+    /// Returns a block freed on `stream`; frees outside the backing or
+    /// overlapping a free block's edge are logged and ignored (the only
+    /// checks left when the live record is off).
+    fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
+        if self.live.is_none() && !self.backing.contains(addr, size) {
+            self.bad_frees += 1;
             log::error!(
                 "{}: free of {addr:#x} ({size} bytes), which it did not allocate; ignored",
                 self.backing.name()
@@ -244,6 +299,7 @@ impl<B: Backing> StreamOrdered<B> {
         let i = self.index_of(stream);
         let backing = &self.backing;
         if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+            self.bad_frees += 1;
             log::error!(
                 "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
                 backing.name()

@@ -33,6 +33,9 @@ pub struct VirtualPoolOptions {
     /// multiple of 256, rounded up to the granularity); `None`: the device's
     /// total memory.
     pub maximum_pool_size: Option<usize>,
+    /// Trust frees instead of checking them against the live allocations
+    /// (default `false`: checked), as [`PoolOptions::unchecked_frees`](super::PoolOptions::unchecked_frees).
+    pub unchecked_frees: bool,
 }
 
 impl VirtualPoolOptions {
@@ -44,6 +47,11 @@ impl VirtualPoolOptions {
     /// Sets [`maximum_pool_size`](Self::maximum_pool_size).
     pub fn maximum_pool_size(mut self, bytes: usize) -> Self {
         self.maximum_pool_size = Some(bytes);
+        self
+    }
+    /// Sets [`unchecked_frees`](Self::unchecked_frees).
+    pub fn unchecked_frees(mut self, unchecked: bool) -> Self {
+        self.unchecked_frees = unchecked;
         self
     }
 }
@@ -108,6 +116,10 @@ impl Backing for VmBacking {
 
     fn max_allocation(&self) -> usize {
         self.reserved
+    }
+
+    fn block_size(&self, bytes: usize) -> Option<usize> {
+        crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT)
     }
 
     fn is_head(&self, _addr: u64) -> bool {
@@ -258,7 +270,11 @@ impl VirtualPoolMemoryResource {
         };
         let mr = VirtualPoolMemoryResource {
             inner: Arc::new(VmInner {
-                state: Mutex::new(StreamOrdered::new(backing, false, Some(device))),
+                state: Mutex::new({
+                    let mut core = StreamOrdered::new(backing, false, Some(device));
+                    core.set_check_frees(!options.unchecked_frees);
+                    core
+                }),
                 device,
             }),
         };
@@ -355,14 +371,14 @@ impl MemoryResource for VirtualPoolMemoryResource {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        self.state().allocate_rounded(bytes, stream).map(DevicePtr::new)
+        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        self.state().deallocate_rounded(ptr.addr(), bytes, stream);
+        self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {

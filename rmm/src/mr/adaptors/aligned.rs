@@ -72,7 +72,11 @@ impl<U: MemoryResource> AlignedAdaptor<U> {
     /// # Errors
     /// [`Error::InvalidArgument`] when `alignment` is not a power of two.
     pub fn new(upstream: U, alignment: usize, threshold: usize) -> Result<Self> {
-        check_pow2_alignment(alignment)?;
+        if !crate::align::is_pow2(alignment) {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "AlignedAdaptor: alignment {alignment} is not a power of two"
+            )));
+        }
         Ok(AlignedAdaptor {
             inner: Arc::new(Inner {
                 upstream,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
+use crate::mr::live_set::LiveSet;
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -17,6 +18,13 @@ use crate::stream::CudaStreamView;
 /// fails, so concurrent allocations never overshoot the limit. Over the limit
 /// the allocation fails with [`Error::OutOfMemory`] ("exceeded memory limit")
 /// without calling the upstream. Thread safe when the upstream is.
+///
+/// Frees are checked against the live allocations (a sharded record, one
+/// hash operation per call): a double free, a foreign, never-allocated or
+/// interior pointer, or a wrong size is logged at error level, counted in
+/// [`bad_frees`](Self::bad_frees), not passed upstream and not subtracted,
+/// so the counter always equals the live bytes and never undercounts.
+/// [`unchecked_frees`](Self::unchecked_frees) turns the check off.
 ///
 /// ```
 /// use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource};
@@ -40,6 +48,8 @@ struct Inner<U> {
     upstream: U,
     limit: usize,
     allocated: AtomicUsize,
+    /// The live allocations; `None` when frees are trusted.
+    live: Option<LiveSet>,
 }
 
 impl<U: MemoryResource> Clone for LimitingAdaptor<U> {
@@ -58,8 +68,26 @@ impl<U: MemoryResource> LimitingAdaptor<U> {
                 upstream,
                 limit: allocation_limit,
                 allocated: AtomicUsize::new(0),
+                live: Some(LiveSet::default()),
             }),
         }
+    }
+
+    /// Trusts frees instead of checking them (for measured hot paths with
+    /// trusted callers): a double free then lowers the counter below the
+    /// live bytes. Call it on a fresh adaptor; on one that is already
+    /// shared (cloned) it logs a warning and changes nothing.
+    pub fn unchecked_frees(mut self) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.live = None,
+            None => log::warn!("LimitingAdaptor::unchecked_frees on a shared adaptor; frees stay checked"),
+        }
+        self
+    }
+
+    /// Frees refused so far (0 when frees are unchecked).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.live.as_ref().map_or(0, LiveSet::bad_frees)
     }
 
     /// The upstream resource.
@@ -108,7 +136,12 @@ impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
             return Err(over(current));
         }
         match self.inner.upstream.allocate(bytes, alignment, stream) {
-            Ok(p) => Ok(p),
+            Ok(p) => {
+                if let (Some(live), false) = (&self.inner.live, p.is_null()) {
+                    live.insert("LimitingAdaptor", p.addr(), bytes);
+                }
+                Ok(p)
+            }
             Err(e) => {
                 self.inner.allocated.fetch_sub(size, Ordering::AcqRel);
                 Err(e)
@@ -117,6 +150,11 @@ impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if let (Some(live), false) = (&self.inner.live, ptr.is_null()) {
+            if !live.remove("LimitingAdaptor", ptr.addr(), bytes) {
+                return;
+            }
+        }
         // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
         unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
         let size = counted(bytes).unwrap_or(0);

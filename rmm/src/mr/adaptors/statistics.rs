@@ -3,6 +3,9 @@
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::mr::live_set::{log_bad_free, LiveMap};
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -24,21 +27,22 @@ pub struct Counter {
 }
 
 impl Counter {
+    // Saturating everywhere: no input makes a counter panic or wrap.
     fn add(&mut self, n: i64) {
-        self.value += n;
-        self.total += n;
+        self.value = self.value.saturating_add(n);
+        self.total = self.total.saturating_add(n);
         self.peak = self.peak.max(self.value);
     }
 
     fn sub(&mut self, n: i64) {
-        self.value -= n;
+        self.value = self.value.saturating_sub(n);
     }
 
     /// Folds a finished child scope into this one.
     fn merge_child(&mut self, child: &Counter) {
-        self.peak = self.peak.max(self.value + child.peak);
-        self.value += child.value;
-        self.total += child.total;
+        self.peak = self.peak.max(self.value.saturating_add(child.peak));
+        self.value = self.value.saturating_add(child.value);
+        self.total = self.total.saturating_add(child.total);
     }
 }
 
@@ -56,7 +60,15 @@ struct Level {
 /// a zeroed scope, [`pop_counters`](Self::pop_counters) ends it and merges it
 /// into the scope below (value and total add up; the outer peak becomes
 /// `max(peak, value + inner.peak)`). Thread safe; counters are updated under
-/// a lock after the upstream call, which is never made with the lock held.
+/// a lock after the upstream call of an allocation and before that of a
+/// free; the upstream is never called with the lock held.
+///
+/// Frees are checked against the live allocations (a record kept under the
+/// counters' lock, one hash operation per call): a double free, a foreign, never-allocated or
+/// interior pointer, or a wrong size is logged at error level, counted in
+/// [`bad_frees`](Self::bad_frees), not passed upstream and not counted.
+/// [`unchecked_frees`](Self::unchecked_frees) turns the check off; counters
+/// saturate instead of overflowing either way.
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, SimulatedMemoryResource, StatisticsAdaptor};
@@ -82,7 +94,18 @@ pub struct StatisticsAdaptor<U: MemoryResource = SharedResource> {
 #[derive(Debug)]
 struct Inner<U> {
     upstream: U,
-    stack: RwLock<Vec<Level>>,
+    stack: RwLock<Books>,
+    /// Frees refused so far.
+    bad_frees: AtomicUsize,
+}
+
+/// What the adaptor's lock guards: the counter scopes and the live record.
+#[derive(Debug)]
+struct Books {
+    /// Never empty: the outermost scope is always there.
+    levels: Vec<Level>,
+    /// The live allocations; `None` when frees are trusted.
+    live: Option<LiveMap>,
 }
 
 impl<U: MemoryResource> Clone for StatisticsAdaptor<U> {
@@ -99,9 +122,29 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
         StatisticsAdaptor {
             inner: Arc::new(Inner {
                 upstream,
-                stack: RwLock::new(vec![Level::default()]),
+                stack: RwLock::new(Books {
+                    levels: vec![Level::default()],
+                    live: Some(LiveMap::default()),
+                }),
+                bad_frees: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// Trusts frees instead of checking them (for measured hot paths with
+    /// trusted callers). Call it on a fresh adaptor; on one that is already
+    /// shared (cloned) it logs a warning and changes nothing.
+    pub fn unchecked_frees(mut self) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.stack.get_mut().unwrap_or_else(|e| e.into_inner()).live = None,
+            None => log::warn!("StatisticsAdaptor::unchecked_frees on a shared adaptor; frees stay checked"),
+        }
+        self
+    }
+
+    /// Frees refused so far (0 when frees are unchecked).
+    pub fn bad_frees(&self) -> usize {
+        self.inner.bad_frees.load(Ordering::Relaxed)
     }
 
     /// The upstream resource.
@@ -109,17 +152,17 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
         &self.inner.upstream
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Vec<Level>> {
+    fn read(&self) -> RwLockReadGuard<'_, Books> {
         self.inner.stack.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Vec<Level>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Books> {
         self.inner.stack.write().unwrap_or_else(|e| e.into_inner())
     }
 
     fn top(&self) -> Level {
         // The stack always holds at least the outermost level.
-        self.read().last().copied().unwrap_or_default()
+        self.read().levels.last().copied().unwrap_or_default()
     }
 
     /// The byte counter of the current scope.
@@ -135,7 +178,7 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
     /// Starts a nested scope with zeroed counters and returns the
     /// `(bytes, allocations)` counters of the scope it covers.
     pub fn push_counters(&self) -> (Counter, Counter) {
-        let mut stack = self.write();
+        let stack = &mut self.write().levels;
         let top = stack.last().copied().unwrap_or_default();
         stack.push(Level::default());
         (top.bytes, top.allocations)
@@ -147,7 +190,8 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
     /// # Errors
     /// [`Error::OutOfRange`] when no scope was pushed.
     pub fn pop_counters(&self) -> Result<(Counter, Counter)> {
-        let mut stack = self.write();
+        let mut books = self.write();
+        let stack = &mut books.levels;
         if stack.len() < 2 {
             return Err(Error::OutOfRange(
                 "StatisticsAdaptor::pop_counters: no counters were pushed".into(),
@@ -163,7 +207,7 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
 
     /// Number of nested scopes pushed and not popped.
     pub fn depth(&self) -> usize {
-        self.read().len() - 1
+        self.read().levels.len().saturating_sub(1)
     }
 }
 
@@ -173,23 +217,42 @@ impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
         if p.is_null() {
             return Ok(p);
         }
-        if let Some(top) = self.write().last_mut() {
-            top.bytes.add(bytes as i64);
+        let mut books = self.write();
+        if let Some(live) = &mut books.live {
+            if !live.insert(p.addr(), bytes) {
+                log::error!("StatisticsAdaptor: upstream handed out {p} ({bytes} bytes) while it is live");
+            }
+        }
+        if let Some(top) = books.levels.last_mut() {
+            top.bytes.add(as_count(bytes));
             top.allocations.add(1);
         }
         Ok(p)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
         if ptr.is_null() {
             return;
         }
-        if let Some(top) = self.write().last_mut() {
-            top.bytes.sub(bytes as i64);
-            top.allocations.sub(1);
+        // Check and count under the lock, then free upstream without it.
+        {
+            let mut books = self.write();
+            if let Some(live) = &mut books.live {
+                if let Err(bad) = live.remove(ptr.addr(), bytes) {
+                    drop(books);
+                    self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                    log_bad_free("StatisticsAdaptor", ptr.addr(), bytes, bad);
+                    return;
+                }
+            }
+            if let Some(top) = books.levels.last_mut() {
+                top.bytes.sub(as_count(bytes));
+                top.allocations.sub(1);
+            }
         }
+        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from
+        // the upstream (checked above unless frees are unchecked).
+        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -199,6 +262,11 @@ impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
     }
 
     forward_upstream_properties!();
+}
+
+/// A byte count as a counter value, saturating at `i64::MAX`.
+fn as_count(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
