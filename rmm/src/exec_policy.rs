@@ -530,6 +530,41 @@ mod tests {
     }
 
     #[test]
+    fn spans_record_their_owner_and_launches_are_ordered_or_refused() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        let policy = ExecPolicy::new(stream(0x77), sim.clone());
+        let mut t = policy.scratch::<u32>(8).unwrap();
+        let mut whole = t.as_span_mut();
+        let sub = whole.subspan_mut(2..4).unwrap().info();
+        let sub = (sub.stream.map(|s| s.as_raw()), sub.simulated);
+        assert_eq!(sub, (Some(0x77), true));
+        let info = t.as_span().info();
+        assert_eq!((info.stream.map(|s| s.as_raw()), info.simulated), sub);
+        let e = policy.launch_ordered("k", &[info], |_| Ok(())).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("simulated")),
+            "{e:?}"
+        );
+        // A real resource (never used here) and spans on the policy's own
+        // stream or on none: no event is needed, `launch` runs on the
+        // policy's stream without a driver call.
+        let real = ExecPolicy::new(stream(0x77), crate::mr::CudaMemoryResource::new());
+        let spans = [
+            SpanInfo {
+                stream: Some(stream(0x77)),
+                simulated: false,
+            },
+            SpanInfo::default(),
+        ];
+        let seen = real.launch_ordered("k", &spans, |s| Ok(s.as_raw())).unwrap();
+        assert_eq!(seen, 0x77);
+        let e = real
+            .launch_ordered("k", &spans, |_| Err::<(), _>(Error::Logic("boom".into())))
+            .unwrap_err();
+        assert!(matches!(e, Error::Logic(_)));
+    }
+
+    #[test]
     fn scratch_size_overflow_is_an_error_without_allocating() {
         let calls = Arc::new(AtomicUsize::new(0));
         let c = calls.clone();

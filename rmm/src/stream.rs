@@ -411,3 +411,28 @@ impl CudaStreamPool {
         self.streams.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_are_thread_safe_and_compare_by_handle() {
+        send_sync::<CudaStream>();
+        send_sync::<CudaStreamView<'static>>();
+        send_sync::<StreamRef>();
+        send_sync::<crate::DeviceSpan<'static, u32>>();
+        send_sync::<crate::DeviceBuffer>();
+        let r = StreamRef::from(CudaStreamView::PER_THREAD);
+        assert_eq!(r.view(), CudaStreamView::PER_THREAD);
+        assert_eq!(r.as_raw(), 2);
+        assert_eq!(StreamRef::default().view(), CudaStreamView::default());
+        assert!(StreamRef::default().view().is_default());
+        // SAFETY: compared only, never given to the driver.
+        let fake = unsafe { CudaStreamView::from_raw(0x1230) };
+        assert_eq!(StreamRef::from(fake).view(), fake);
+        assert_eq!(format!("{:?}", StreamRef::from(fake)), "CudaStreamView(0x1230)");
+    }
+}
