@@ -3,7 +3,9 @@
 //!
 //! A buffer owns `capacity` bytes from a [`MemoryResource`] of which the first
 //! `size` are in use. It remembers its resource, its stream (the stream of
-//! the last allocation, copy or [`set_stream`](DeviceBuffer::set_stream)),
+//! the last allocation, copy or [`set_stream`](DeviceBuffer::set_stream),
+//! kept alive by the buffer through a [`StreamRef`], so dropping the
+//! caller's [`CudaStream`](crate::CudaStream) first is fine),
 //! its alignment and the device that was current when it was made. Every
 //! allocation, free and copy runs with that device current (through a
 //! [`DeviceGuard`]), so a buffer made on device 0 may be dropped while device

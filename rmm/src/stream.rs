@@ -33,7 +33,6 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -67,7 +66,6 @@ pub struct CudaStreamView<'a> {
     /// [`StreamRef::from`] keep it alive. `None` for the special streams and
     /// for views made by [`CudaStreamView::from_raw`].
     owner: Option<&'a Arc<Stream>>,
-    _borrow: PhantomData<&'a ()>,
 }
 
 impl CudaStreamView<'static> {
@@ -79,11 +77,7 @@ impl CudaStreamView<'static> {
     pub const PER_THREAD: CudaStreamView<'static> = CudaStreamView::special(0x2);
 
     const fn special(raw: usize) -> Self {
-        CudaStreamView {
-            raw,
-            owner: None,
-            _borrow: PhantomData,
-        }
+        CudaStreamView { raw, owner: None }
     }
 }
 
@@ -108,11 +102,7 @@ impl<'a> CudaStreamView<'a> {
     /// to the simulated resource (which never calls the driver) may hold any
     /// value.
     pub const unsafe fn from_raw(raw: usize) -> Self {
-        CudaStreamView {
-            raw,
-            owner: None,
-            _borrow: PhantomData,
-        }
+        CudaStreamView { raw, owner: None }
     }
 
     /// The raw handle as an integer.
@@ -225,7 +215,6 @@ impl StreamRef {
         CudaStreamView {
             raw: self.raw,
             owner: self.owner.as_ref(),
-            _borrow: PhantomData,
         }
     }
 
@@ -328,7 +317,6 @@ impl CudaStream {
         CudaStreamView {
             raw: self.inner.as_inner() as usize,
             owner: Some(&self.inner),
-            _borrow: PhantomData,
         }
     }
 
