@@ -122,7 +122,7 @@ impl Streams {
             Streams::Fake
         }
     }
-    fn get(&self, i: usize) -> CudaStreamView {
+    fn get(&self, i: usize) -> CudaStreamView<'_> {
         match self {
             Streams::Real(v) => v[i].view(),
             // SAFETY: fake handles only reach the simulated resource, which

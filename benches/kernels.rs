@@ -15,24 +15,25 @@
 
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
+use rmm::launch::Event;
 use rmm::mr::{CudaAsyncMemoryResource, CudaMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions};
-use rmm::{driver, CudaStream, CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut};
+use rmm::{CudaStream, CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut};
 use rmm_suite::sort::{sort_keys_copy, sort_pairs_copy, Order, RadixKey};
 use rmm_suite::{copy, fill, reduce, scan, sequence};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-struct Timer {
-    start: usize,
-    stop: usize,
-    stream: CudaStreamView,
+struct Timer<'s> {
+    start: Event,
+    stop: Event,
+    stream: CudaStreamView<'s>,
 }
 
-impl Timer {
-    fn new(stream: CudaStreamView) -> Res<Self> {
+impl<'s> Timer<'s> {
+    fn new(stream: CudaStreamView<'s>) -> Res<Self> {
         Ok(Timer {
-            start: driver::event_create(true)?,
-            stop: driver::event_create(true)?,
+            start: Event::timing()?,
+            stop: Event::timing()?,
             stream,
         })
     }
@@ -43,24 +44,14 @@ impl Timer {
         self.stream.synchronize()?;
         let mut best = f64::INFINITY;
         for _ in 0..reps {
-            driver::event_record(self.start, self.stream.as_raw())?;
+            self.start.record(self.stream)?;
             f()?;
-            driver::event_record(self.stop, self.stream.as_raw())?;
-            driver::event_synchronize(self.stop)?;
-            let ms = driver::event_elapsed_ms(self.start, self.stop)? as f64;
+            self.stop.record(self.stream)?;
+            self.stop.synchronize()?;
+            let ms = self.stop.elapsed_ms_since(&self.start)? as f64;
             best = best.min(ms / 1e3);
         }
         Ok(best)
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: both events came from `event_create` and are not used after.
-        unsafe {
-            let _ = driver::event_destroy(self.start);
-            let _ = driver::event_destroy(self.stop);
-        }
     }
 }
 
@@ -73,11 +64,11 @@ struct Buf<'m> {
     ptr: DevicePtr,
     bytes: usize,
     mr: &'m CudaAsyncMemoryResource,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'m>,
 }
 
 impl<'m> Buf<'m> {
-    fn new(mr: &'m CudaAsyncMemoryResource, bytes: usize, stream: CudaStreamView) -> Res<Self> {
+    fn new(mr: &'m CudaAsyncMemoryResource, bytes: usize, stream: CudaStreamView<'m>) -> Res<Self> {
         Ok(Buf {
             ptr: mr.allocate(bytes, 256, stream)?,
             bytes,
@@ -85,10 +76,12 @@ impl<'m> Buf<'m> {
             stream,
         })
     }
-    fn upload<T: Copy>(mr: &'m CudaAsyncMemoryResource, data: &[T], stream: CudaStreamView) -> Res<Self> {
+    fn upload<T: Copy>(mr: &'m CudaAsyncMemoryResource, data: &[T], stream: CudaStreamView<'m>) -> Res<Self> {
         let b = Buf::new(mr, std::mem::size_of_val(data), stream)?;
         // SAFETY: `b` holds the bytes; `data` outlives the copy (synchronised).
-        unsafe { driver::memcpy_async(b.ptr.addr(), data.as_ptr() as u64, b.bytes, stream.as_raw())? };
+        unsafe {
+            rmm::launch::memcpy_async(b.ptr, rmm::DevicePtr::new(data.as_ptr() as u64), b.bytes, stream)?
+        };
         stream.synchronize()?;
         Ok(b)
     }
@@ -96,11 +89,11 @@ impl<'m> Buf<'m> {
         let mut v = vec![T::default(); n];
         // SAFETY: `v` holds `n` elements within the buffer; synchronised.
         unsafe {
-            driver::memcpy_async(
-                v.as_mut_ptr() as u64,
-                self.ptr.addr(),
+            rmm::launch::memcpy_async(
+                rmm::DevicePtr::new(v.as_mut_ptr() as u64),
+                self.ptr,
                 n * std::mem::size_of::<T>(),
-                self.stream.as_raw(),
+                self.stream,
             )?
         };
         self.stream.synchronize()?;

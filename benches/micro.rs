@@ -130,7 +130,7 @@ struct Stream {
 
 impl Stream {
     /// The stream's view (the default stream when simulated).
-    fn view(&self) -> CudaStreamView {
+    fn view(&self) -> CudaStreamView<'_> {
         self.stream
             .as_ref()
             .map_or(CudaStreamView::DEFAULT, CudaStream::view)

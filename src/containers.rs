@@ -24,11 +24,11 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
-use cust::memory::DeviceCopy;
 use rmm::buffer::stream_wait;
 use rmm::device::DeviceGuard;
+use rmm::launch::memset_async;
 use rmm::mr::MemoryResource;
-use rmm::{driver, CudaStreamView, DeviceBuffer, DevicePtr, DeviceUvector, Error, Result};
+use rmm::{CudaStreamView, DeviceBuffer, DevicePod, DevicePtr, DeviceUvector, Error, Result};
 
 use crate::copy::copy_bytes;
 use crate::fill::{fill_raw, FillValue};
@@ -54,7 +54,7 @@ unsafe fn memset_zero(ptr: DevicePtr, bytes: usize, stream: CudaStreamView) -> R
         (1, bytes)
     };
     // SAFETY: forwarded contract.
-    unsafe { driver::memset_async(ptr.addr(), 0, width, count, stream.as_raw()) }
+    unsafe { memset_async(ptr, 0, width, count, stream) }
 }
 
 /// Sets every element of `v` to `value` in `stream` order (does not block).
@@ -65,7 +65,7 @@ unsafe fn memset_zero(ptr: DevicePtr, bytes: usize, stream: CudaStreamView) -> R
 /// # Errors
 /// [`Error::Logic`] for a non-empty vector over a simulated resource; the
 /// driver's error (no device, launch failure).
-pub fn fill<T: FillValue + DeviceCopy>(
+pub fn fill<T: FillValue + DevicePod>(
     v: &mut DeviceUvector<T>,
     value: T,
     stream: CudaStreamView,
@@ -101,7 +101,7 @@ pub fn fill_bytes(buf: &mut DeviceBuffer, value: u8, stream: CudaStreamView) -> 
     stream_wait(stream, buf.stream())?;
     // SAFETY: the buffer's `size()` bytes are live; its stream waits for
     // `stream` below before any free.
-    unsafe { driver::memset_async(buf.data().addr(), value as u32, 1, buf.size(), stream.as_raw())? };
+    unsafe { memset_async(buf.data(), value as u32, 1, buf.size(), stream)? };
     stream_wait(buf.stream(), stream)
 }
 
@@ -145,7 +145,7 @@ fn copy_impl(dst: &DeviceBuffer, src: &DeviceBuffer, stream: CudaStreamView) -> 
 /// [`Error::InvalidArgument`] when the lengths differ; [`Error::Logic`] when
 /// either side is simulated (and non-empty) or the two live on different
 /// devices; the driver's error.
-pub fn copy<T: DeviceCopy>(
+pub fn copy<T: DevicePod>(
     dst: &mut DeviceUvector<T>,
     src: &DeviceUvector<T>,
     stream: CudaStreamView,

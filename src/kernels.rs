@@ -5,7 +5,8 @@ use std::ffi::{c_void, CString};
 use std::sync::{Mutex, OnceLock};
 
 use rmm::device::current_device;
-use rmm::{driver, CudaStreamView, Result};
+use rmm::launch::{multiprocessor_count, Function, Module};
+use rmm::{CudaStreamView, Result};
 
 /// The PTX of `kernels/`, built by `build.rs`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/rmm_kernels.ptx"));
@@ -16,8 +17,8 @@ pub const BLOCK_SIZE: u32 = 256;
 /// The kernels module loaded on one device, with its functions by name.
 #[derive(Debug)]
 pub struct Kernels {
-    module: usize,
-    functions: Mutex<HashMap<&'static str, usize>>,
+    module: Module,
+    functions: Mutex<HashMap<&'static str, Function>>,
     /// Multiprocessors of the device, for grid sizing.
     pub multiprocessors: u32,
 }
@@ -39,8 +40,8 @@ impl Kernels {
         }
         let mut image = PTX.as_bytes().to_vec();
         image.push(0);
-        let module = driver::module_load_data(&image)?;
-        let multiprocessors = driver::multiprocessor_count(device.value())?.max(1) as u32;
+        let module = Module::load(&image)?;
+        let multiprocessors = multiprocessor_count(device)?.max(1) as u32;
         // The module lives as long as the process, like the primary context.
         let k: &'static Kernels = Box::leak(Box::new(Kernels {
             module,
@@ -55,14 +56,14 @@ impl Kernels {
     ///
     /// # Errors
     /// The driver's error when no such kernel exists.
-    pub fn function(&self, name: &'static str) -> Result<usize> {
+    pub fn function(&self, name: &'static str) -> Result<Function> {
         let mut f = self.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&h) = f.get(name) {
             return Ok(h);
         }
         let cname =
             CString::new(name).map_err(|_| rmm::Error::InvalidArgument(format!("kernel name {name:?}")))?;
-        let h = driver::module_get_function(self.module, &cname)?;
+        let h = self.module.function(&cname)?;
         f.insert(name, h);
         Ok(h)
     }
@@ -81,7 +82,7 @@ impl Kernels {
     /// The driver's error when the kernel does not exist.
     pub fn max_active_blocks(&self, name: &'static str, block: u32) -> Result<u32> {
         let f = self.function(name)?;
-        Ok(driver::occupancy_max_active_blocks(f, block, 0)?.max(1) as u32)
+        Ok(f.max_active_blocks(block, 0)?.max(1) as u32)
     }
 
     /// Launches kernel `name`.
@@ -100,16 +101,7 @@ impl Kernels {
     ) -> Result<()> {
         let f = self.function(name)?;
         // SAFETY: forwarded contract.
-        unsafe {
-            driver::launch_kernel(
-                f,
-                (grid, 1, 1),
-                (block, 1, 1),
-                shared_bytes,
-                stream.as_raw(),
-                params,
-            )
-        }
+        unsafe { f.launch((grid, 1, 1), (block, 1, 1), shared_bytes, stream, params) }
     }
 }
 

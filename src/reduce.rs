@@ -9,7 +9,8 @@
 //! element is NaN.
 
 use rmm::exec_policy::ExecPolicy;
-use rmm::{driver, DeviceSpan, Result};
+use rmm::launch::memcpy_async;
+use rmm::{DevicePtr, DeviceSpan, Result};
 
 use crate::kernels::Kernels;
 use crate::numeric::Numeric;
@@ -18,11 +19,22 @@ use crate::numeric::Numeric;
 const BLOCK: u32 = 256;
 
 fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &ExecPolicy) -> Result<T> {
+    policy.launch_ordered(kernel, &[input.info()], |stream| {
+        reduce_on(input, kernel, policy, stream)
+    })
+}
+
+/// [`reduce`] on `stream` (the policy's, ordered with the span's owner).
+fn reduce_on<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    kernel: &'static str,
+    policy: &ExecPolicy,
+    stream: rmm::CudaStreamView<'_>,
+) -> Result<T> {
     let n = input.len();
     let k = Kernels::current()?;
     let grid = k.grid_for(n.div_ceil(4), BLOCK).max(1);
     let partials = policy.scratch::<T>(grid as usize + 1)?;
-    let stream = policy.stream();
     let (mut src, mut count, mut dst) = (input.ptr().addr(), n as u64, partials.ptr().addr());
     let mut params = crate::kernel_params!(src, count, dst);
     // SAFETY: parameters match `(input: *const T, n: usize, out: *mut T)`;
@@ -43,11 +55,11 @@ fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &E
     // SAFETY: copies one `T` into `result`, which outlives the copy because
     // the stream is synchronised before returning.
     unsafe {
-        driver::memcpy_async(
-            &mut result as *mut T as u64,
-            dst2,
+        memcpy_async(
+            DevicePtr::new(&mut result as *mut T as u64),
+            DevicePtr::new(dst2),
             std::mem::size_of::<T>(),
-            stream.as_raw(),
+            stream,
         )?
     };
     stream.synchronize()?;

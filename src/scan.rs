@@ -95,12 +95,15 @@ pub fn exclusive_scan<T: Numeric>(
             "exclusive_scan: input and output overlap without being the same range".into(),
         ));
     }
-    let k = Kernels::current()?;
-    let shape = plan(k, n);
-    let sums = policy.scratch::<T>(shape.0 as usize)?;
-    // SAFETY: the spans hold `n` elements and are disjoint (checked); `sums`
-    // holds `grid` elements and is freed after the kernels in stream order.
-    unsafe { scan_raw::<T>(k, a, b, n, sums.ptr().addr(), shape, policy.stream()) }
+    policy.launch_ordered("exclusive_scan", &[input.info(), output.info()], |stream| {
+        let k = Kernels::current()?;
+        let shape = plan(k, n);
+        let sums = policy.scratch::<T>(shape.0 as usize)?;
+        // SAFETY: the spans hold `n` elements and are disjoint (checked),
+        // ordered with their owners' streams; `sums` holds `grid` elements
+        // and is freed after the kernels in stream order.
+        unsafe { scan_raw::<T>(k, a, b, n, sums.ptr().addr(), shape, stream) }
+    })
 }
 
 /// Exclusive sum of `data` in place on the policy's stream.
@@ -118,10 +121,12 @@ pub fn exclusive_scan_in_place<T: Numeric>(data: DeviceSpanMut<'_, T>, policy: &
     if n == 0 {
         return Ok(());
     }
-    let k = Kernels::current()?;
-    let shape = plan(k, n);
-    let sums = policy.scratch::<T>(shape.0 as usize)?;
     let p = data.ptr().addr();
-    // SAFETY: in place is allowed by the kernels; `sums` as above.
-    unsafe { scan_raw::<T>(k, p, p, n, sums.ptr().addr(), shape, policy.stream()) }
+    policy.launch_ordered("exclusive_scan_in_place", &[data.info()], |stream| {
+        let k = Kernels::current()?;
+        let shape = plan(k, n);
+        let sums = policy.scratch::<T>(shape.0 as usize)?;
+        // SAFETY: in place is allowed by the kernels; ordering and `sums` as above.
+        unsafe { scan_raw::<T>(k, p, p, n, sums.ptr().addr(), shape, stream) }
+    })
 }

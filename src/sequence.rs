@@ -10,7 +10,8 @@ use crate::numeric::Numeric;
 /// wrap; floats compute `init + (i as T) * step` in `T`'s precision).
 ///
 /// # Errors
-/// Driver errors (no GPU, launch failure).
+/// [`rmm::Error::InvalidArgument`] for simulated memory (see
+/// [`ExecPolicy::launch_ordered`]); driver errors (no GPU, launch failure).
 ///
 /// ```no_run
 /// use rmm::exec_policy::ExecPolicy;
@@ -23,11 +24,14 @@ pub fn sequence<T: Numeric>(out: DeviceSpanMut<'_, T>, init: T, step: T, policy:
     if n == 0 {
         return Ok(());
     }
-    let k = Kernels::current()?;
-    let grid = k.grid_for(n, BLOCK_SIZE);
-    let (mut p, mut count, mut i, mut s) = (out.ptr().addr(), n as u64, init, step);
-    let mut params = crate::kernel_params!(p, count, i, s);
-    // SAFETY: parameters match `(out: *mut T, n: usize, init: T, step: T)`;
-    // the span guarantees `n` writable elements it borrows exclusively.
-    unsafe { k.launch(T::SEQUENCE, grid, BLOCK_SIZE, 0, policy.stream(), &mut params) }
+    policy.launch_ordered("sequence", &[out.info()], |stream| {
+        let k = Kernels::current()?;
+        let grid = k.grid_for(n, BLOCK_SIZE);
+        let (mut p, mut count, mut i, mut s) = (out.ptr().addr(), n as u64, init, step);
+        let mut params = crate::kernel_params!(p, count, i, s);
+        // SAFETY: parameters match `(out: *mut T, n: usize, init: T, step: T)`;
+        // the span guarantees `n` writable elements it borrows exclusively,
+        // ordered with its owner's stream.
+        unsafe { k.launch(T::SEQUENCE, grid, BLOCK_SIZE, 0, stream, &mut params) }
+    })
 }

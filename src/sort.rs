@@ -19,7 +19,7 @@
 //! At most `u32::MAX` keys per call.
 
 use rmm::exec_policy::ExecPolicy;
-use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result};
+use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 
 use crate::kernels::Kernels;
 use crate::scan;
@@ -119,10 +119,20 @@ fn pass_buffers(pass: u32, input: u64, output: u64, scratch: u64) -> (u64, u64) 
     }
 }
 
+/// Refuses simulated memory and orders the passes with the spans' streams
+/// ([`ExecPolicy::launch_ordered`]).
+///
 /// # Safety
 /// `keys_in`/`keys_out` hold `n` keys of `K` (identical or disjoint);
-/// values likewise hold `n` `u32`s; valid in the policy's stream order.
-unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &ExecPolicy) -> Result<()> {
+/// values likewise hold `n` `u32`s; `spans` describe all of them; valid in
+/// the order `launch_ordered` gives the policy's stream.
+unsafe fn radix_sort<K: RadixKey>(
+    b: Buffers,
+    n: usize,
+    order: Order,
+    policy: &ExecPolicy,
+    spans: &[SpanInfo<'_>],
+) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
@@ -132,6 +142,24 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
             u32::MAX
         )));
     }
+    policy.launch_ordered("sort", spans, |stream| {
+        // SAFETY: forwarded contract; `stream` is the policy's, ordered with
+        // the spans' owners.
+        unsafe { radix_passes::<K>(b, n, order, policy, stream) }
+    })
+}
+
+/// The passes of [`radix_sort`] on `stream` (the policy's).
+///
+/// # Safety
+/// As [`radix_sort`], with `1 <= n <= u32::MAX`.
+unsafe fn radix_passes<K: RadixKey>(
+    b: Buffers,
+    n: usize,
+    order: Order,
+    policy: &ExecPolicy,
+    stream: CudaStreamView<'_>,
+) -> Result<()> {
     let k = Kernels::current()?;
     let key_bytes = std::mem::size_of::<K>();
     // Keys per thread per downsweep tile, as compiled into each kernel.
@@ -159,7 +187,6 @@ unsafe fn radix_sort<K: RadixKey>(b: Buffers, n: usize, order: Order, policy: &E
     let counts = policy.scratch::<u32>(counts_len)?;
     let block_sums = policy.scratch::<u32>(scan_shape.0 as usize)?;
 
-    let stream: CudaStreamView = policy.stream();
     let mode = K::MODE
         | if order == Order::Descending {
             MODE_DESCENDING
@@ -228,7 +255,7 @@ pub fn sort_keys<K: RadixKey>(keys: DeviceSpanMut<'_, K>, order: Order, policy: 
         vals: None,
     };
     // SAFETY: the span holds `n` keys and is borrowed exclusively.
-    unsafe { radix_sort::<K>(b, keys.len(), order, policy) }
+    unsafe { radix_sort::<K>(b, keys.len(), order, policy, &[keys.info()]) }
 }
 
 /// Sorts `input` into `output` (stable), leaving `input` unchanged.
@@ -270,7 +297,7 @@ pub fn sort_keys_copy<K: RadixKey>(
         vals: None,
     };
     // SAFETY: both spans hold `n` keys and are disjoint (checked).
-    unsafe { radix_sort::<K>(b, input.len(), order, policy) }
+    unsafe { radix_sort::<K>(b, input.len(), order, policy, &[input.info(), output.info()]) }
 }
 
 /// Sorts `keys` in place and permutes `values` with them (stable: values of
@@ -317,7 +344,7 @@ pub fn sort_pairs<K: RadixKey>(
     };
     // SAFETY: both spans hold `n` elements, are disjoint (checked) and
     // borrowed exclusively.
-    unsafe { radix_sort::<K>(b, keys.len(), order, policy) }
+    unsafe { radix_sort::<K>(b, keys.len(), order, policy, &[keys.info(), values.info()]) }
 }
 
 /// Sorts `(keys_in, values_in)` into `(keys_out, values_out)` (stable),
@@ -369,8 +396,14 @@ pub fn sort_pairs_copy<K: RadixKey>(
         keys_out: spans[2].0,
         vals: Some((spans[1].0, spans[3].0)),
     };
+    let infos = [
+        keys_in.info(),
+        values_in.info(),
+        keys_out.info(),
+        values_out.info(),
+    ];
     // SAFETY: all four spans hold `n` elements and are disjoint (checked).
-    unsafe { radix_sort::<K>(b, n, order, policy) }
+    unsafe { radix_sort::<K>(b, n, order, policy, &infos) }
 }
 
 #[cfg(test)]

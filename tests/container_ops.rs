@@ -21,7 +21,7 @@ fn gpu_resources() -> Vec<(&'static str, SharedResource)> {
     ]
 }
 
-fn fake_stream(i: usize) -> CudaStreamView {
+fn fake_stream(i: usize) -> CudaStreamView<'static> {
     // SAFETY: only used with simulated resources, which never touch streams.
     unsafe { CudaStreamView::from_raw(0x1000 + 16 * i) }
 }
@@ -29,7 +29,7 @@ fn fake_stream(i: usize) -> CudaStreamView {
 /// Fills a vector whose memory first holds a sentinel, then checks every element.
 fn fill_check<T>(name: &str, mr: &SharedResource, n: usize, sentinel: T, value: T, s: CudaStreamView)
 where
-    T: FillValue + cust::memory::DeviceCopy + PartialEq + std::fmt::Debug,
+    T: FillValue + rmm::DevicePod + PartialEq + std::fmt::Debug,
 {
     let mut v = DeviceUvector::from_slice_with_resource(&vec![sentinel; n], s, mr.clone()).unwrap();
     fill(&mut v, value, s).unwrap();

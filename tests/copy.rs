@@ -1,7 +1,7 @@
 //! The copy kernel on a real GPU: every alignment pairing, checked byte by byte.
 
 use rmm::mr::{CudaMemoryResource, MemoryResource};
-use rmm::{driver, CudaStream};
+use rmm::CudaStream;
 use rmm_suite::copy::copy_bytes;
 
 #[test]
@@ -14,18 +14,21 @@ fn copy_every_alignment_pair() {
     let dst = mr.allocate(cap, 256, s.view()).unwrap();
     let pattern: Vec<u8> = (0..cap).map(|i| (i * 131 % 251) as u8).collect();
     // SAFETY: `pattern` outlives the copy (the stream is synchronised below).
-    unsafe { driver::memcpy_async(src.addr(), pattern.as_ptr() as u64, cap, s.view().as_raw()).unwrap() };
+    unsafe {
+        rmm::launch::memcpy_async(src, rmm::DevicePtr::new(pattern.as_ptr() as u64), cap, s.view()).unwrap()
+    };
     for n in [1usize, 15, 16, 17, 1000, 1 << 20] {
         for (so, d_o) in [(0usize, 0usize), (3, 3), (0, 5), (7, 1), (16, 32)] {
             // SAFETY: both ranges are inside the allocations.
             unsafe {
-                driver::memset_async(dst.addr(), 0xEE, 1, cap, s.view().as_raw()).unwrap();
+                rmm::launch::memset_async(dst, 0xEE, 1, cap, s.view()).unwrap();
                 copy_bytes(dst.offset(d_o), src.offset(so), n, s.view()).unwrap();
             }
             let mut host = vec![0u8; cap];
             // SAFETY: `host` outlives the copy.
             unsafe {
-                driver::memcpy_async(host.as_mut_ptr() as u64, dst.addr(), cap, s.view().as_raw()).unwrap()
+                rmm::launch::memcpy_async(rmm::DevicePtr::new(host.as_mut_ptr() as u64), dst, cap, s.view())
+                    .unwrap()
             };
             s.synchronize().unwrap();
             assert_eq!(

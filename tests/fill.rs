@@ -1,7 +1,7 @@
 //! The fill kernels on a real GPU, checked element by element on the host.
 
 use rmm::mr::{CudaMemoryResource, MemoryResource};
-use rmm::{driver, CudaStream, DevicePtr};
+use rmm::{CudaStream, DevicePtr};
 use rmm_suite::fill::{fill_raw, FillValue};
 
 fn roundtrip<T: FillValue + PartialEq + std::fmt::Debug + Default>(n: usize, offset_elems: usize, value: T) {
@@ -12,13 +12,21 @@ fn roundtrip<T: FillValue + PartialEq + std::fmt::Debug + Default>(n: usize, off
     let base = mr.allocate(total, 256, s.view()).unwrap();
     // Pre-fill with a sentinel so that writes outside the range show up.
     // SAFETY: [base, base + total) is live device memory.
-    unsafe { driver::memset_async(base.addr(), 0xAB, 1, total, s.view().as_raw()).unwrap() };
+    unsafe { rmm::launch::memset_async(base, 0xAB, 1, total, s.view()).unwrap() };
     let start: DevicePtr = base.offset(offset_elems * size);
     // SAFETY: [start, start + n * size) lies inside the allocation.
     unsafe { fill_raw(start, n, value, s.view()).unwrap() };
     let mut host = vec![0u8; total];
     // SAFETY: host buffer outlives the copy (synchronised below).
-    unsafe { driver::memcpy_async(host.as_mut_ptr() as u64, base.addr(), total, s.view().as_raw()).unwrap() };
+    unsafe {
+        rmm::launch::memcpy_async(
+            rmm::DevicePtr::new(host.as_mut_ptr() as u64),
+            base,
+            total,
+            s.view(),
+        )
+        .unwrap()
+    };
     s.synchronize().unwrap();
     let value_bytes = &value.bits().to_le_bytes()[..size];
     for (i, chunk) in host.chunks(size).enumerate() {

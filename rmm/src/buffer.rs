@@ -3,7 +3,9 @@
 //!
 //! A buffer owns `capacity` bytes from a [`MemoryResource`] of which the first
 //! `size` are in use. It remembers its resource, its stream (the stream of
-//! the last allocation, copy or [`set_stream`](DeviceBuffer::set_stream)),
+//! the last allocation, copy or [`set_stream`](DeviceBuffer::set_stream),
+//! kept alive by the buffer through a [`StreamRef`], so dropping the
+//! caller's [`CudaStream`](crate::CudaStream) first is fine),
 //! its alignment and the device that was current when it was made. Every
 //! allocation, free and copy runs with that device current (through a
 //! [`DeviceGuard`]), so a buffer made on device 0 may be dropped while device
@@ -30,7 +32,7 @@ use crate::driver;
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
-use crate::stream::CudaStreamView;
+use crate::stream::{CudaStreamView, StreamRef};
 
 /// Makes `waiter` wait (on the GPU, without blocking the host) for the work
 /// submitted to `producer` so far. A no-op when both are the same stream.
@@ -108,7 +110,9 @@ pub struct DeviceBuffer {
     size: usize,
     capacity: usize,
     alignment: usize,
-    stream: CudaStreamView,
+    /// Keeps the stream alive (a clone of its `CudaStream`) until the
+    /// memory has been freed on it.
+    stream: StreamRef,
     resource: SharedResource,
     device: DeviceId,
 }
@@ -172,7 +176,7 @@ impl DeviceBuffer {
             size: 0,
             capacity: 0,
             alignment,
-            stream,
+            stream: StreamRef::from(stream),
             resource,
             device,
         };
@@ -305,9 +309,10 @@ impl DeviceBuffer {
         self.ptr.as_cust()
     }
 
-    /// The stream the buffer is ordered on (and will be freed on).
-    pub fn stream(&self) -> CudaStreamView {
-        self.stream
+    /// The stream the buffer is ordered on (and will be freed on). The
+    /// buffer keeps it alive.
+    pub fn stream(&self) -> CudaStreamView<'_> {
+        self.stream.view()
     }
 
     /// The resource that owns the memory.
@@ -327,14 +332,14 @@ impl DeviceBuffer {
     /// # Errors
     /// The driver's event error (the stream is then left unchanged).
     pub fn set_stream(&mut self, stream: CudaStreamView) -> Result<()> {
-        if stream == self.stream {
+        if stream == self.stream.view() {
             return Ok(());
         }
         if !self.is_simulated() {
             let _g = self.guard()?;
-            stream_wait(stream, self.stream)?;
+            stream_wait(stream, self.stream.view())?;
         }
-        self.stream = stream;
+        self.stream = StreamRef::from(stream);
         Ok(())
     }
 
@@ -438,9 +443,10 @@ impl DeviceBuffer {
             size: me.size,
             capacity: me.capacity,
             alignment: me.alignment,
-            stream: me.stream,
-            // SAFETY: `me` is never dropped, so the resource handle is moved
-            // out exactly once.
+            // SAFETY: `me` is never dropped, so the stream and resource
+            // handles are moved out exactly once.
+            stream: unsafe { std::ptr::read(&me.stream) },
+            // SAFETY: as above.
             resource: unsafe { std::ptr::read(&me.resource) },
             device: me.device,
         }
@@ -452,7 +458,8 @@ impl DeviceBuffer {
     /// The parts describe live memory owned by nobody else: `ptr` came from
     /// `resource.allocate(capacity, alignment, _)` on `device` (or is null
     /// with `capacity == 0`), `size <= capacity`, `alignment` is a supported
-    /// power of two, and `stream` is a live stream of `device`.
+    /// power of two, and `stream` is a stream of `device` (live: a
+    /// [`StreamRef`] made from a safe view keeps its stream alive).
     pub unsafe fn from_raw_parts(parts: RawBufferParts) -> Self {
         DeviceBuffer {
             ptr: parts.ptr,
@@ -494,12 +501,12 @@ impl DeviceBuffer {
 
     /// Work about to run on `stream` waits for the buffer's stream.
     pub(crate) fn before_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
-        stream_wait(stream, self.stream)
+        stream_wait(stream, self.stream.view())
     }
 
     /// The buffer's stream (where it is freed) waits for work on `stream`.
     pub(crate) fn after_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
-        stream_wait(self.stream, stream)
+        stream_wait(self.stream.view(), stream)
     }
 
     /// Copies `bytes` bytes at byte `offset` of the buffer to host `dst` on
@@ -667,7 +674,7 @@ impl DeviceBuffer {
     /// first `min(size, new_capacity)` bytes; frees the old one on the
     /// buffer's stream.
     fn reallocate(&mut self, new_capacity: usize) -> Result<()> {
-        let new_ptr = self.allocate(new_capacity, self.stream)?;
+        let new_ptr = self.allocate(new_capacity, self.stream.view())?;
         let keep = self.size.min(new_capacity);
         if keep > 0 && !self.is_simulated() {
             let copied = self.guard().and_then(|_g| {
@@ -714,7 +721,7 @@ impl DeviceBuffer {
         // SAFETY: forwarded contract.
         unsafe {
             self.resource
-                .deallocate(ptr, capacity, self.alignment, self.stream)
+                .deallocate(ptr, capacity, self.alignment, self.stream.view())
         };
         drop(guard);
     }
@@ -744,8 +751,8 @@ pub struct RawBufferParts {
     pub capacity: usize,
     /// Alignment the memory was allocated with.
     pub alignment: usize,
-    /// The stream the memory is ordered on.
-    pub stream: CudaStreamView,
+    /// The stream the memory is ordered on (kept alive while held).
+    pub stream: StreamRef,
     /// The resource that must free the memory.
     pub resource: SharedResource,
     /// The device the memory was allocated on.
@@ -757,7 +764,7 @@ mod tests {
     use super::*;
     use crate::mr::SimulatedMemoryResource;
 
-    const S: CudaStreamView = CudaStreamView::DEFAULT;
+    const S: CudaStreamView<'static> = CudaStreamView::DEFAULT;
 
     #[test]
     fn alignment_errors_are_distinct() {

@@ -87,6 +87,45 @@ pub fn percent_of_free_device_memory(percent: u32) -> Result<usize> {
     Ok(align_down(bytes, CUDA_ALLOCATION_ALIGNMENT))
 }
 
+/// Blocks until all work on the current device has finished
+/// (`cuCtxSynchronize`).
+///
+/// # Errors
+/// The driver's error (no GPU, an earlier kernel fault).
+pub fn synchronize() -> Result<()> {
+    driver::device_synchronize()
+}
+
+/// Whether `device` supports concurrent access to managed memory (needed to
+/// prefetch it).
+///
+/// # Errors
+/// The driver's error (no such device).
+pub fn supports_concurrent_managed_access(device: DeviceId) -> Result<bool> {
+    driver::supports_concurrent_managed_access(device.0)
+}
+
+pub use crate::driver::PointerKind;
+
+/// What the driver knows about the address `ptr` (any value: unknown
+/// addresses are [`PointerKind::Unknown`]).
+///
+/// # Errors
+/// The driver's error (no GPU).
+pub fn pointer_kind(ptr: u64) -> Result<PointerKind> {
+    driver::pointer_kind(ptr)
+}
+
+/// The device that `[ptr, ptr + bytes)` of managed memory was last
+/// prefetched to: a device ordinal, `-1` for the host, `-2` when never
+/// prefetched or prefetched to different places. A query only.
+///
+/// # Errors
+/// The driver's error (e.g. a range that is not managed memory).
+pub fn last_prefetch_location(ptr: crate::DevicePtr, bytes: usize) -> Result<i32> {
+    driver::mem_range_last_prefetch_location(ptr, bytes)
+}
+
 /// Makes a device current for its lifetime and restores the previous one on
 /// drop (`cuda_set_device_raii`). Not `Send`: the current device is a
 /// per-thread setting.

@@ -1,4 +1,8 @@
-//! Every raw CUDA driver call of the crate lives in this module.
+//! Every raw CUDA driver call of the crate lives in this module. It is
+//! private to the crate (`pub(crate)`): its functions take raw stream and
+//! event handles that the rest of `rmm` only passes while they are live.
+//! Sibling crates use the typed, public surface in [`crate::launch`] and
+//! [`crate::device`].
 //!
 //! The rest of `rmm` sees safe(ish) functions that take and return plain
 //! integers ([`DevicePtr`] addresses, stream and event handles as `usize`) and
@@ -147,11 +151,6 @@ pub fn set_current_device(device: i32) -> Result<()> {
     call!(cuCtxSetCurrent(ctx))?;
     HAS_CONTEXT.with(|c| c.set(true));
     Ok(())
-}
-
-/// The primary context of `device`, as an opaque address (for peer copies).
-pub fn primary_context_handle(device: i32) -> Result<usize> {
-    primary_context(device).map(|c| c as usize)
 }
 
 /// Free and total memory of the current device, in bytes.
@@ -330,12 +329,6 @@ pub fn mem_pool_get_u64(pool: usize, attr: cu::CUmemPool_attribute) -> Result<u6
     Ok(v)
 }
 
-/// `cuMemPoolTrimTo`.
-pub fn mem_pool_trim_to(pool: usize, keep: usize) -> Result<()> {
-    ensure_context()?;
-    call!(cuMemPoolTrimTo(pool as cu::CUmemoryPool, keep))
-}
-
 /// Pool attributes used by the crate.
 pub use cu::CUmemPool_attribute as PoolAttribute;
 
@@ -436,23 +429,6 @@ pub unsafe fn vmm_unmap(ptr: DevicePtr, bytes: usize) -> Result<()> {
 // ---------------------------------------------------------------------------
 // Streams and events
 // ---------------------------------------------------------------------------
-
-/// Creates a stream; `non_blocking` avoids implicit sync with the legacy stream.
-pub fn stream_create(non_blocking: bool) -> Result<usize> {
-    ensure_context()?;
-    let mut s: cu::CUstream = std::ptr::null_mut();
-    call!(cuStreamCreate(&mut s, if non_blocking { 1 } else { 0 }))?;
-    Ok(s as usize)
-}
-
-/// Destroys a stream.
-///
-/// # Safety
-/// `stream` came from [`stream_create`] and is not used after.
-pub unsafe fn stream_destroy(stream: usize) -> Result<()> {
-    ensure_context()?;
-    call!(cuStreamDestroy_v2(stream as cu::CUstream))
-}
 
 /// Blocks until all work on `stream` has finished.
 pub fn stream_synchronize(stream: usize) -> Result<()> {

@@ -29,11 +29,12 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
+use crate::buffer::stream_wait;
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
-use crate::span::{DeviceSpan, DeviceSpanMut};
-use crate::stream::CudaStreamView;
+use crate::span::{DeviceSpan, DeviceSpanMut, SpanInfo};
+use crate::stream::{CudaStreamView, StreamRef};
 
 /// Bytes for `n` elements of `T`, or an error naming the overflow.
 fn bytes_for<T>(n: usize, what: &str) -> Result<usize> {
@@ -59,7 +60,7 @@ fn alignment_for<T>() -> usize {
 /// Cloning is cheap (the resource is a shared handle).
 #[derive(Clone, Debug)]
 pub struct ExecPolicy {
-    stream: CudaStreamView,
+    stream: StreamRef,
     resource: SharedResource,
 }
 
@@ -67,7 +68,7 @@ impl Default for ExecPolicy {
     /// The default stream and the current device's resource.
     fn default() -> Self {
         ExecPolicy {
-            stream: CudaStreamView::DEFAULT,
+            stream: StreamRef::default(),
             resource: current_device_resource(),
         }
     }
@@ -76,9 +77,10 @@ impl Default for ExecPolicy {
 impl ExecPolicy {
     /// A policy on `stream` whose temporaries come from `resource` (any
     /// resource, or a [`SharedResource`] handle, which is not wrapped twice).
+    /// The policy keeps the stream alive (see [`StreamRef`]).
     pub fn new<R: MemoryResource>(stream: CudaStreamView, resource: R) -> Self {
         ExecPolicy {
-            stream,
+            stream: StreamRef::from(stream),
             resource: SharedResource::new(resource),
         }
     }
@@ -86,14 +88,83 @@ impl ExecPolicy {
     /// A policy on `stream` over the current device's resource.
     pub fn on_stream(stream: CudaStreamView) -> Self {
         ExecPolicy {
-            stream,
+            stream: StreamRef::from(stream),
             resource: current_device_resource(),
         }
     }
 
     /// The stream algorithms run on.
-    pub fn stream(&self) -> CudaStreamView {
-        self.stream
+    pub fn stream(&self) -> CudaStreamView<'_> {
+        self.stream.view()
+    }
+
+    /// Runs `launch`, which enqueues device work on the policy's stream (its
+    /// argument) over the memory of `spans`, ordered with the spans' owners:
+    ///
+    /// 1. refuses (before any GPU work) spans of simulated memory and a
+    ///    policy whose resource is simulated: there is no device memory
+    ///    behind their addresses;
+    /// 2. makes the policy's stream wait for the work already queued on each
+    ///    span's stream (an event), so the kernels see the owner's writes;
+    /// 3. runs `launch`;
+    /// 4. makes each span's stream wait for the policy's stream, so the
+    ///    owner's later work (and its eventual free) comes after the kernels.
+    ///    This step runs even when `launch` fails part way.
+    ///
+    /// Spans without a stream (made by `from_raw_parts`) are ordered by their
+    /// maker. Device algorithms (`rmm-suite`) go through this function.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `what` for simulated memory; the
+    /// driver's event error; `launch`'s error.
+    ///
+    /// ```
+    /// use rmm::exec_policy::ExecPolicy;
+    /// use rmm::mr::SimulatedMemoryResource;
+    /// use rmm::{CudaStreamView, DeviceUvector, Error};
+    /// let sim = SimulatedMemoryResource::new(1 << 20);
+    /// let v = DeviceUvector::<u32>::with_resource(10, CudaStreamView::DEFAULT, sim)?;
+    /// let policy = ExecPolicy::new(CudaStreamView::DEFAULT, rmm::mr::SimulatedMemoryResource::new(1 << 20));
+    /// let e = policy.launch_ordered("sum", &[v.as_span().info()], |_| Ok(())).unwrap_err();
+    /// assert!(matches!(e, Error::InvalidArgument(m) if m.contains("simulated")));
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn launch_ordered<R>(
+        &self,
+        what: &str,
+        spans: &[SpanInfo<'_>],
+        launch: impl FnOnce(CudaStreamView<'_>) -> Result<R>,
+    ) -> Result<R> {
+        if spans.iter().any(|s| s.simulated) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: a span of simulated memory has no device memory behind it; kernels cannot run on it"
+            )));
+        }
+        if self.resource.is_simulated() {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: the policy's resource is simulated; kernels cannot use its scratch memory"
+            )));
+        }
+        let policy = self.stream.view();
+        let mut owners: Vec<CudaStreamView<'_>> = Vec::new();
+        for s in spans.iter().filter_map(|s| s.stream) {
+            if s != policy && !owners.contains(&s) {
+                owners.push(s);
+            }
+        }
+        for &owner in &owners {
+            stream_wait(policy, owner)?;
+        }
+        let result = launch(policy);
+        let mut joined = Ok(());
+        for &owner in &owners {
+            if let Err(e) = stream_wait(owner, policy) {
+                log::error!("{what}: {owner:?} could not wait for the kernels on {policy:?}: {e}");
+                joined = joined.and(Err(e));
+            }
+        }
+        let value = result?;
+        joined.map(|()| value)
     }
 
     /// The resource temporaries come from.
@@ -111,13 +182,13 @@ impl ExecPolicy {
     pub fn scratch<T: Copy>(&self, n: usize) -> Result<Scratch<T>> {
         let bytes = bytes_for::<T>(n, "scratch")?;
         let alignment = alignment_for::<T>();
-        let ptr = self.resource.allocate(bytes, alignment, self.stream)?;
+        let ptr = self.resource.allocate(bytes, alignment, self.stream.view())?;
         Ok(Scratch {
             ptr,
             len: n,
             bytes,
             alignment,
-            stream: self.stream,
+            stream: self.stream.clone(),
             resource: self.resource.clone(),
             _type: PhantomData,
         })
@@ -138,7 +209,7 @@ pub struct Scratch<T> {
     len: usize,
     bytes: usize,
     alignment: usize,
-    stream: CudaStreamView,
+    stream: StreamRef,
     resource: SharedResource,
     _type: PhantomData<T>,
 }
@@ -178,19 +249,27 @@ impl<T> Scratch<T> {
         self.bytes
     }
     /// The stream the memory is freed on.
-    pub fn stream(&self) -> CudaStreamView {
-        self.stream
+    pub fn stream(&self) -> CudaStreamView<'_> {
+        self.stream.view()
     }
-    /// A read-only view.
+    /// A read-only view (recording the policy's stream).
     pub fn as_span(&self) -> DeviceSpan<'_, T> {
-        // SAFETY: the allocation holds `len` elements, is aligned for `T` and
-        // lives as long as `self`, which the span borrows.
-        unsafe { DeviceSpan::from_raw_parts(self.ptr, self.len) }
+        // SAFETY: the allocation holds `len` elements, is aligned for `T`,
+        // lives as long as `self`, which the span borrows, and is freed on
+        // the recorded stream.
+        unsafe { DeviceSpan::from_raw_parts_with(self.ptr, self.len, self.span_info()) }
     }
-    /// A writable view.
+    /// A writable view (recording the policy's stream).
     pub fn as_span_mut(&mut self) -> DeviceSpanMut<'_, T> {
+        let info = self.span_info();
         // SAFETY: as `as_span`; the unique borrow of `self` excludes other views.
-        unsafe { DeviceSpanMut::from_raw_parts(self.ptr, self.len) }
+        unsafe { DeviceSpanMut::from_raw_parts_with(self.ptr, self.len, info) }
+    }
+    fn span_info(&self) -> SpanInfo<'_> {
+        SpanInfo {
+            stream: Some(self.stream.view()),
+            simulated: self.resource.is_simulated(),
+        }
     }
 }
 
@@ -201,7 +280,7 @@ impl<T> Drop for Scratch<T> {
         // ordered on `stream` before this point.
         unsafe {
             self.resource
-                .deallocate(self.ptr, self.bytes, self.alignment, self.stream)
+                .deallocate(self.ptr, self.bytes, self.alignment, self.stream.view())
         }
     }
 }
@@ -318,14 +397,14 @@ impl<T, U> PartialEq<PolymorphicAllocator<U>> for PolymorphicAllocator<T> {
 /// ```
 pub struct StreamAllocatorAdaptor<T> {
     allocator: PolymorphicAllocator<T>,
-    stream: CudaStreamView,
+    stream: StreamRef,
 }
 
 impl<T> Clone for StreamAllocatorAdaptor<T> {
     fn clone(&self) -> Self {
         StreamAllocatorAdaptor {
             allocator: self.allocator.clone(),
-            stream: self.stream,
+            stream: self.stream.clone(),
         }
     }
 }
@@ -340,13 +419,16 @@ impl<T> fmt::Debug for StreamAllocatorAdaptor<T> {
 }
 
 impl<T> StreamAllocatorAdaptor<T> {
-    /// Binds `allocator` to `stream`.
+    /// Binds `allocator` to `stream` (kept alive, see [`StreamRef`]).
     pub fn new(allocator: PolymorphicAllocator<T>, stream: CudaStreamView) -> Self {
-        StreamAllocatorAdaptor { allocator, stream }
+        StreamAllocatorAdaptor {
+            allocator,
+            stream: StreamRef::from(stream),
+        }
     }
     /// The bound stream.
-    pub fn stream(&self) -> CudaStreamView {
-        self.stream
+    pub fn stream(&self) -> CudaStreamView<'_> {
+        self.stream.view()
     }
     /// The allocator underneath.
     pub fn underlying_allocator(&self) -> &PolymorphicAllocator<T> {
@@ -356,7 +438,7 @@ impl<T> StreamAllocatorAdaptor<T> {
     pub fn rebind<U>(&self) -> StreamAllocatorAdaptor<U> {
         StreamAllocatorAdaptor {
             allocator: self.allocator.rebind(),
-            stream: self.stream,
+            stream: self.stream.clone(),
         }
     }
     /// Allocates `n` elements on the bound stream.
@@ -364,7 +446,7 @@ impl<T> StreamAllocatorAdaptor<T> {
     /// # Errors
     /// As [`PolymorphicAllocator::allocate`].
     pub fn allocate(&self, n: usize) -> Result<DevicePtr> {
-        self.allocator.allocate(n, self.stream)
+        self.allocator.allocate(n, self.stream.view())
     }
     /// Frees `n` elements on the bound stream.
     ///
@@ -372,7 +454,7 @@ impl<T> StreamAllocatorAdaptor<T> {
     /// As [`PolymorphicAllocator::deallocate`], with an adaptor equal to this one.
     pub unsafe fn deallocate(&self, ptr: DevicePtr, n: usize) {
         // SAFETY: forwarded contract.
-        unsafe { self.allocator.deallocate(ptr, n, self.stream) }
+        unsafe { self.allocator.deallocate(ptr, n, self.stream.view()) }
     }
 }
 
@@ -389,7 +471,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
-    fn stream(raw: usize) -> CudaStreamView {
+    fn stream(raw: usize) -> CudaStreamView<'static> {
         // SAFETY: the handle is only compared and passed to simulated
         // resources, never to the driver.
         unsafe { CudaStreamView::from_raw(raw) }
@@ -445,6 +527,41 @@ mod tests {
             vec![("alloc", 40, 0x1234), ("free", 40, 0x1234)]
         );
         assert_eq!(sim.allocated_bytes(), 0);
+    }
+
+    #[test]
+    fn spans_record_their_owner_and_launches_are_ordered_or_refused() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        let policy = ExecPolicy::new(stream(0x77), sim.clone());
+        let mut t = policy.scratch::<u32>(8).unwrap();
+        let mut whole = t.as_span_mut();
+        let sub = whole.subspan_mut(2..4).unwrap().info();
+        let sub = (sub.stream.map(|s| s.as_raw()), sub.simulated);
+        assert_eq!(sub, (Some(0x77), true));
+        let info = t.as_span().info();
+        assert_eq!((info.stream.map(|s| s.as_raw()), info.simulated), sub);
+        let e = policy.launch_ordered("k", &[info], |_| Ok(())).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("simulated")),
+            "{e:?}"
+        );
+        // A real resource (never used here) and spans on the policy's own
+        // stream or on none: no event is needed, `launch` runs on the
+        // policy's stream without a driver call.
+        let real = ExecPolicy::new(stream(0x77), crate::mr::CudaMemoryResource::new());
+        let spans = [
+            SpanInfo {
+                stream: Some(stream(0x77)),
+                simulated: false,
+            },
+            SpanInfo::default(),
+        ];
+        let seen = real.launch_ordered("k", &spans, |s| Ok(s.as_raw())).unwrap();
+        assert_eq!(seen, 0x77);
+        let e = real
+            .launch_ordered("k", &spans, |_| Err::<(), _>(Error::Logic("boom".into())))
+            .unwrap_err();
+        assert!(matches!(e, Error::Logic(_)));
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //! | Replaying a memory-event log | [`replay`], binary `rmm-replay` |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
-//! | Streams | [`CudaStream`], [`CudaStreamView`], [`CudaStreamPool`] |
+//! | Element types of the typed containers (every bit pattern valid) | [`DevicePod`] |
+//! | Streams: shared owner, borrowed view, owned reference, pool | [`CudaStream`], [`CudaStreamView`], [`StreamRef`], [`CudaStreamPool`] |
 //! | Devices | [`device`] |
+//! | Kernel modules, launches, timing events, raw copies (the driver layer is private) | [`launch`] |
 //! | Addresses | [`DevicePtr`] |
 //! | Errors | [`Error`], [`Result`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
@@ -34,12 +36,14 @@
 pub mod align;
 pub mod buffer;
 pub mod device;
-pub mod driver;
+pub(crate) mod driver;
 pub mod error;
 pub mod exec_policy;
+pub mod launch;
 pub mod logger;
 pub mod mr;
 pub mod peer;
+pub mod pod;
 mod ptr;
 pub mod replay;
 pub mod scalar;
@@ -50,8 +54,9 @@ pub mod uvector;
 
 pub use buffer::DeviceBuffer;
 pub use error::{Error, Result};
+pub use pod::DevicePod;
 pub use ptr::DevicePtr;
 pub use scalar::DeviceScalar;
-pub use span::{DeviceSpan, DeviceSpanMut};
-pub use stream::{CudaStream, CudaStreamPool, CudaStreamView};
+pub use span::{DeviceSpan, DeviceSpanMut, SpanInfo};
+pub use stream::{CudaStream, CudaStreamPool, CudaStreamView, StreamRef};
 pub use uvector::DeviceUvector;

@@ -2,6 +2,8 @@
 
 use cust::memory::DeviceCopy;
 
+use crate::pod::DevicePod;
+
 use crate::device::DeviceId;
 use crate::error::Result;
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
@@ -24,11 +26,11 @@ use crate::uvector::DeviceUvector;
 /// # Ok::<(), rmm::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct DeviceScalar<T: DeviceCopy> {
+pub struct DeviceScalar<T: DevicePod> {
     inner: DeviceUvector<T>,
 }
 
-impl<T: DeviceCopy> DeviceScalar<T> {
+impl<T: DevicePod> DeviceScalar<T> {
     /// An uninitialized scalar from the current device's resource.
     ///
     /// # Errors
@@ -112,12 +114,15 @@ impl<T: DeviceCopy> DeviceScalar<T> {
     }
 
     /// The address as a cust pointer, for `launch!`.
-    pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T> {
+    pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T>
+    where
+        T: DeviceCopy,
+    {
         self.inner.as_cust_ptr()
     }
 
-    /// The stream the scalar is ordered on.
-    pub fn stream(&self) -> CudaStreamView {
+    /// The stream the scalar is ordered on (kept alive by the scalar).
+    pub fn stream(&self) -> CudaStreamView<'_> {
         self.inner.stream()
     }
 

@@ -3,20 +3,45 @@
 //!
 //! Containers hand them out; device algorithms take them. A span is a
 //! pointer and a length; it does not own memory and it borrows the container
-//! it came from, so the memory outlives the span on the host side. Stream
-//! ordering remains the caller's concern, as in RMM.
+//! it came from, so the memory outlives the span on the host side.
+//!
+//! # Stream order and simulated memory
+//! A span of a container also records the container's stream (where its
+//! memory is written, and where it will be freed) and whether the memory is
+//! simulated ([`SpanInfo`]). Device algorithms run their kernels through
+//! [`ExecPolicy::launch_ordered`](crate::exec_policy::ExecPolicy::launch_ordered),
+//! which orders the kernels after the work already queued on each span's
+//! stream, orders each span's stream after the kernels (so a later free
+//! cannot overtake them), and refuses spans of simulated memory (there is
+//! nothing behind their addresses). A span made by
+//! [`from_raw_parts`](DeviceSpan::from_raw_parts) records no stream: its
+//! ordering is its maker's promise.
 
 use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// What a device algorithm must know about a span besides its address: the
+/// stream of the memory's owner (if any) and whether the memory is
+/// simulated. See the [module docs](self).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpanInfo<'a> {
+    /// The owner's stream: kernels on the span must be ordered after its
+    /// work, and it after theirs. `None` when the span's maker orders it.
+    pub stream: Option<CudaStreamView<'a>>,
+    /// True when the memory comes from a simulated resource (no GPU memory).
+    pub simulated: bool,
+}
 
 /// A read-only view of `len` elements of `T` in device memory.
 #[derive(Debug)]
 pub struct DeviceSpan<'a, T> {
     ptr: DevicePtr,
     len: usize,
+    info: SpanInfo<'a>,
     _borrow: PhantomData<&'a [T]>,
 }
 
@@ -32,6 +57,7 @@ impl<T> Copy for DeviceSpan<'_, T> {}
 pub struct DeviceSpanMut<'a, T> {
     ptr: DevicePtr,
     len: usize,
+    info: SpanInfo<'a>,
     _borrow: PhantomData<&'a mut [T]>,
 }
 
@@ -49,13 +75,34 @@ impl<'a, T> DeviceSpan<'a, T> {
     ///
     /// # Safety
     /// `[ptr, ptr + len * size_of::<T>())` is device-accessible memory holding
-    /// `T`s, aligned for `T`, valid and not written through another path for `'a`.
+    /// `T`s, aligned for `T`, valid and not written through another path for
+    /// `'a`, and any work that writes it is complete or ordered before
+    /// whatever stream the span is used on (the span records no stream).
     pub unsafe fn from_raw_parts(ptr: DevicePtr, len: usize) -> Self {
+        // SAFETY: forwarded contract; no stream, not simulated.
+        unsafe { Self::from_raw_parts_with(ptr, len, SpanInfo::default()) }
+    }
+
+    /// A span over raw memory owned by something ordered on `info.stream`.
+    ///
+    /// # Safety
+    /// As [`from_raw_parts`](Self::from_raw_parts), except that work on the
+    /// memory may be pending on `info.stream` (device algorithms order
+    /// themselves after it), and the memory stays allocated until work
+    /// queued on `info.stream` after the span's use has run; `info.simulated`
+    /// is true when the memory is simulated.
+    pub unsafe fn from_raw_parts_with(ptr: DevicePtr, len: usize, info: SpanInfo<'a>) -> Self {
         DeviceSpan {
             ptr,
             len,
+            info,
             _borrow: PhantomData,
         }
+    }
+
+    /// The owner's stream and whether the memory is simulated.
+    pub fn info(&self) -> SpanInfo<'a> {
+        self.info
     }
     /// Address of the first element.
     pub fn ptr(&self) -> DevicePtr {
@@ -82,6 +129,7 @@ impl<'a, T> DeviceSpan<'a, T> {
         Ok(DeviceSpan {
             ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
             len: range.end - range.start,
+            info: self.info,
             _borrow: PhantomData,
         })
     }
@@ -94,11 +142,28 @@ impl<'a, T> DeviceSpanMut<'a, T> {
     /// As [`DeviceSpan::from_raw_parts`], and nothing else reads or writes the
     /// memory for `'a`.
     pub unsafe fn from_raw_parts(ptr: DevicePtr, len: usize) -> Self {
+        // SAFETY: forwarded contract; no stream, not simulated.
+        unsafe { Self::from_raw_parts_with(ptr, len, SpanInfo::default()) }
+    }
+
+    /// A writable span over raw memory owned by something ordered on
+    /// `info.stream`.
+    ///
+    /// # Safety
+    /// As [`DeviceSpan::from_raw_parts_with`], and nothing else reads or
+    /// writes the memory for `'a`.
+    pub unsafe fn from_raw_parts_with(ptr: DevicePtr, len: usize, info: SpanInfo<'a>) -> Self {
         DeviceSpanMut {
             ptr,
             len,
+            info,
             _borrow: PhantomData,
         }
+    }
+
+    /// The owner's stream and whether the memory is simulated.
+    pub fn info(&self) -> SpanInfo<'a> {
+        self.info
     }
     /// Address of the first element.
     pub fn ptr(&self) -> DevicePtr {
@@ -121,6 +186,7 @@ impl<'a, T> DeviceSpanMut<'a, T> {
         DeviceSpan {
             ptr: self.ptr,
             len: self.len,
+            info: self.info,
             _borrow: PhantomData,
         }
     }
@@ -129,6 +195,7 @@ impl<'a, T> DeviceSpanMut<'a, T> {
         DeviceSpanMut {
             ptr: self.ptr,
             len: self.len,
+            info: self.info,
             _borrow: PhantomData,
         }
     }
@@ -141,6 +208,7 @@ impl<'a, T> DeviceSpanMut<'a, T> {
         Ok(DeviceSpanMut {
             ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
             len: range.end - range.start,
+            info: self.info,
             _borrow: PhantomData,
         })
     }
@@ -151,6 +219,7 @@ impl<'a, T> From<DeviceSpanMut<'a, T>> for DeviceSpan<'a, T> {
         DeviceSpan {
             ptr: s.ptr,
             len: s.len,
+            info: s.info,
             _borrow: PhantomData,
         }
     }

@@ -1,20 +1,57 @@
-//! Streams: an owning [`CudaStream`], a copyable [`CudaStreamView`] and a
+//! Streams: an owning, shared [`CudaStream`], a borrowed, copyable
+//! [`CudaStreamView`], the owned [`StreamRef`] that containers keep, and a
 //! round-robin [`CudaStreamPool`] (`rmm/cuda_stream*.hpp`).
+//!
+//! # Lifetimes
+//! A [`CudaStreamView<'a>`](CudaStreamView) borrows its stream for `'a`, so
+//! it cannot outlive it: a view of a [`CudaStream`] borrows the
+//! `CudaStream`; the special streams ([`CudaStreamView::DEFAULT`],
+//! [`LEGACY`](CudaStreamView::LEGACY), [`PER_THREAD`](CudaStreamView::PER_THREAD))
+//! are `CudaStreamView<'static>`. A [`CudaStream`] is shared ownership (an
+//! `Arc` inside; the driver stream is destroyed when the last clone drops),
+//! and a view of one can be turned into a [`StreamRef`] that keeps the
+//! stream alive. Containers and execution policies store a `StreamRef`, so
+//! a buffer made on a stream keeps that stream alive until it has been
+//! freed on it, whatever the caller does with its own `CudaStream`.
+//!
+//! ```compile_fail
+//! // A view cannot outlive its stream.
+//! let v = {
+//!     let s = rmm::CudaStream::new().unwrap();
+//!     s.view()
+//! };
+//! v.synchronize().unwrap();
+//! ```
+//!
+//! ```no_run
+//! // A container keeps its stream alive.
+//! let buf = {
+//!     let s = rmm::CudaStream::new()?;
+//!     rmm::DeviceBuffer::new(100, s.view())?
+//! }; // `s` dropped here; the stream lives on inside `buf`
+//! buf.stream().synchronize()?;
+//! # Ok::<(), rmm::Error>(())
+//! ```
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use cust::stream::{Stream, StreamFlags};
 
 use crate::driver;
 use crate::error::{Error, Result};
 
-/// A non-owning, copyable handle to a CUDA stream.
+/// A non-owning, copyable handle to a CUDA stream, valid for `'a`.
 ///
 /// Memory allocated on a stream view is valid in that stream's order. The
 /// constants name the legacy default stream ([`CudaStreamView::DEFAULT`], the
 /// null handle), the explicit legacy handle and the per-thread default stream.
-/// A view never destroys its stream; destroying a stream while a view of it is
-/// still used with a resource is a logic error (as in RMM).
+/// A view never destroys its stream, and cannot outlive it: a view of a
+/// [`CudaStream`] borrows it. Anything that must remember a stream beyond a
+/// call (a container, an execution policy) keeps a [`StreamRef`] made from
+/// the view, which holds a clone of the `CudaStream`.
+///
+/// Equality, ordering and hashing compare the raw handle only.
 ///
 /// ```
 /// use rmm::CudaStreamView;
@@ -22,39 +59,65 @@ use crate::error::{Error, Result};
 /// assert!(CudaStreamView::PER_THREAD.is_per_thread_default());
 /// assert_ne!(CudaStreamView::DEFAULT, CudaStreamView::PER_THREAD);
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct CudaStreamView(usize);
+#[derive(Clone, Copy)]
+pub struct CudaStreamView<'a> {
+    raw: usize,
+    /// The stream this view borrows, when it is one of ours; lets
+    /// [`StreamRef::from`] keep it alive. `None` for the special streams and
+    /// for views made by [`CudaStreamView::from_raw`].
+    owner: Option<&'a Arc<Stream>>,
+}
 
-impl CudaStreamView {
+impl CudaStreamView<'static> {
     /// The default stream (null handle, legacy semantics).
-    pub const DEFAULT: CudaStreamView = CudaStreamView(0);
+    pub const DEFAULT: CudaStreamView<'static> = CudaStreamView::special(0);
     /// The legacy default stream named explicitly (`CU_STREAM_LEGACY`).
-    pub const LEGACY: CudaStreamView = CudaStreamView(0x1);
+    pub const LEGACY: CudaStreamView<'static> = CudaStreamView::special(0x1);
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`).
-    pub const PER_THREAD: CudaStreamView = CudaStreamView(0x2);
+    pub const PER_THREAD: CudaStreamView<'static> = CudaStreamView::special(0x2);
 
+    const fn special(raw: usize) -> Self {
+        CudaStreamView { raw, owner: None }
+    }
+}
+
+impl Default for CudaStreamView<'_> {
+    /// [`CudaStreamView::DEFAULT`].
+    fn default() -> Self {
+        CudaStreamView::DEFAULT
+    }
+}
+
+impl<'a> CudaStreamView<'a> {
     /// Wraps a raw `CUstream` handle given as an integer.
+    ///
+    /// Such a view does not keep its stream alive: a container or policy
+    /// that stores it (see [`StreamRef`]) stores the raw handle.
     ///
     /// # Safety
     /// `raw` is a live stream of the current context, or one of the special
-    /// handles 0, 1, 2, for as long as the view is used.
+    /// handles 0, 1, 2, for `'a` and, if the view is given to anything that
+    /// stores its stream (a container, an [`ExecPolicy`](crate::exec_policy::ExecPolicy),
+    /// a [`StreamRef`]), for as long as that keeps it. Views only ever passed
+    /// to the simulated resource (which never calls the driver) may hold any
+    /// value.
     pub const unsafe fn from_raw(raw: usize) -> Self {
-        CudaStreamView(raw)
+        CudaStreamView { raw, owner: None }
     }
 
     /// The raw handle as an integer.
     pub const fn as_raw(self) -> usize {
-        self.0
+        self.raw
     }
 
     /// True for the default stream, null or legacy handle.
     pub const fn is_default(self) -> bool {
-        self.0 == 0 || self.0 == 1
+        self.raw == 0 || self.raw == 1
     }
 
     /// True for the per-thread default stream.
     pub const fn is_per_thread_default(self) -> bool {
-        self.0 == 2
+        self.raw == 2
     }
 
     /// Blocks until all work on the stream has finished.
@@ -62,7 +125,7 @@ impl CudaStreamView {
     /// # Errors
     /// The driver's error (e.g. an earlier kernel fault).
     pub fn synchronize(self) -> Result<()> {
-        driver::stream_synchronize(self.0)
+        driver::stream_synchronize(self.raw)
     }
 
     /// Like [`synchronize`](Self::synchronize) but logs instead of returning
@@ -74,14 +137,39 @@ impl CudaStreamView {
     }
 
     /// True when all work on the stream has finished.
+    ///
+    /// # Errors
+    /// The driver's error.
     pub fn is_idle(self) -> Result<bool> {
-        driver::stream_query(self.0)
+        driver::stream_query(self.raw)
     }
 }
 
-impl std::fmt::Debug for CudaStreamView {
+impl PartialEq for CudaStreamView<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for CudaStreamView<'_> {}
+impl std::hash::Hash for CudaStreamView<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+impl PartialOrd for CudaStreamView<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for CudaStreamView<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.raw.cmp(&other.raw)
+    }
+}
+
+impl std::fmt::Debug for CudaStreamView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
+        match self.raw {
             0 => write!(f, "CudaStreamView(default)"),
             1 => write!(f, "CudaStreamView(legacy)"),
             2 => write!(f, "CudaStreamView(per-thread)"),
@@ -90,26 +178,97 @@ impl std::fmt::Debug for CudaStreamView {
     }
 }
 
-impl std::fmt::LowerHex for CudaStreamView {
+impl std::fmt::LowerHex for CudaStreamView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::LowerHex::fmt(&self.0, f)
+        std::fmt::LowerHex::fmt(&self.raw, f)
     }
 }
 
-impl From<&Stream> for CudaStreamView {
-    fn from(s: &Stream) -> Self {
-        CudaStreamView(s.as_inner() as usize)
-    }
-}
-
-impl From<&CudaStream> for CudaStreamView {
-    fn from(s: &CudaStream) -> Self {
+impl<'a> From<&'a CudaStream> for CudaStreamView<'a> {
+    fn from(s: &'a CudaStream) -> Self {
         s.view()
     }
 }
 
-/// An owning CUDA stream; never the default stream. Destroyed on drop.
-/// Movable, not copyable; `Send + Sync` (CUDA streams are thread safe).
+/// An owned reference to a stream, kept by containers and execution
+/// policies: one of the special streams, a clone of a [`CudaStream`] (which
+/// keeps that stream alive), or the raw handle of a view made by
+/// [`CudaStreamView::from_raw`] (whose contract covers it).
+///
+/// Made from any view with [`From`]; [`view`](Self::view) borrows it back.
+///
+/// ```
+/// use rmm::stream::StreamRef;
+/// use rmm::CudaStreamView;
+/// let r = StreamRef::from(CudaStreamView::PER_THREAD);
+/// assert_eq!(r.view(), CudaStreamView::PER_THREAD);
+/// ```
+#[derive(Clone)]
+pub struct StreamRef {
+    raw: usize,
+    owner: Option<Arc<Stream>>,
+}
+
+impl StreamRef {
+    /// A view of the stream, valid while this reference is.
+    pub fn view(&self) -> CudaStreamView<'_> {
+        CudaStreamView {
+            raw: self.raw,
+            owner: self.owner.as_ref(),
+        }
+    }
+
+    /// The raw handle as an integer.
+    pub fn as_raw(&self) -> usize {
+        self.raw
+    }
+}
+
+impl Default for StreamRef {
+    /// The default stream.
+    fn default() -> Self {
+        StreamRef::from(CudaStreamView::DEFAULT)
+    }
+}
+
+impl From<CudaStreamView<'_>> for StreamRef {
+    fn from(v: CudaStreamView<'_>) -> Self {
+        StreamRef {
+            raw: v.raw,
+            owner: v.owner.cloned(),
+        }
+    }
+}
+
+impl From<&CudaStream> for StreamRef {
+    fn from(s: &CudaStream) -> Self {
+        StreamRef::from(s.view())
+    }
+}
+
+impl From<CudaStream> for StreamRef {
+    fn from(s: CudaStream) -> Self {
+        StreamRef::from(s.view())
+    }
+}
+
+impl PartialEq for StreamRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for StreamRef {}
+
+impl std::fmt::Debug for StreamRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.view(), f)
+    }
+}
+
+/// An owning CUDA stream; never the default stream. Cloning shares the
+/// stream (an `Arc` inside); it is destroyed when the last clone, and the
+/// last container or policy that keeps it (through a [`StreamRef`]), drops.
+/// `Send + Sync` (CUDA streams are thread safe).
 ///
 /// ```no_run
 /// let s = rmm::CudaStream::new()?;
@@ -117,23 +276,32 @@ impl From<&CudaStream> for CudaStreamView {
 /// v.synchronize()?;
 /// # Ok::<(), rmm::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CudaStream {
-    inner: Stream,
+    inner: Arc<Stream>,
 }
 
 impl CudaStream {
     /// A new stream that synchronises with the legacy default stream.
+    ///
+    /// # Errors
+    /// The driver's error when no device is usable.
     pub fn new() -> Result<Self> {
         Self::with_flags(StreamFlags::DEFAULT)
     }
 
     /// A new stream that does not synchronise with the legacy default stream.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
     pub fn non_blocking() -> Result<Self> {
         Self::with_flags(StreamFlags::NON_BLOCKING)
     }
 
     /// A new stream with cust's flags.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
     pub fn with_flags(flags: StreamFlags) -> Result<Self> {
         driver::ensure_context()?;
         let inner = Stream::new(flags, None).map_err(|e| Error::Cuda {
@@ -141,15 +309,21 @@ impl CudaStream {
             name: "cuStreamCreate failed",
             call: "cuStreamCreate",
         })?;
-        Ok(CudaStream { inner })
+        Ok(CudaStream::from(inner))
     }
 
-    /// A view of this stream.
-    pub fn view(&self) -> CudaStreamView {
-        CudaStreamView::from(&self.inner)
+    /// A view of this stream; it borrows the stream and cannot outlive it.
+    pub fn view(&self) -> CudaStreamView<'_> {
+        CudaStreamView {
+            raw: self.inner.as_inner() as usize,
+            owner: Some(&self.inner),
+        }
     }
 
     /// Blocks until all work on the stream has finished.
+    ///
+    /// # Errors
+    /// As [`CudaStreamView::synchronize`].
     pub fn synchronize(&self) -> Result<()> {
         self.view().synchronize()
     }
@@ -159,15 +333,21 @@ impl CudaStream {
         &self.inner
     }
 
-    /// The cust stream inside, by value.
-    pub fn into_cust(self) -> Stream {
-        self.inner
+    /// The cust stream inside, by value, when this is the only reference to
+    /// it (no clone, container or policy keeps it); otherwise `self` back.
+    ///
+    /// # Errors
+    /// `self`, unchanged, when the stream is shared.
+    pub fn into_cust(self) -> std::result::Result<Stream, Self> {
+        Arc::try_unwrap(self.inner).map_err(|inner| CudaStream { inner })
     }
 }
 
 impl From<Stream> for CudaStream {
     fn from(inner: Stream) -> Self {
-        CudaStream { inner }
+        CudaStream {
+            inner: Arc::new(inner),
+        }
     }
 }
 
@@ -204,18 +384,43 @@ impl CudaStreamPool {
     }
 
     /// The next stream, round robin; thread safe.
-    pub fn get_stream(&self) -> CudaStreamView {
+    pub fn get_stream(&self) -> CudaStreamView<'_> {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.streams.len();
         self.streams[i].view()
     }
 
     /// Stream number `id % pool_size()`.
-    pub fn get_stream_by_id(&self, id: usize) -> CudaStreamView {
+    pub fn get_stream_by_id(&self, id: usize) -> CudaStreamView<'_> {
         self.streams[id % self.streams.len()].view()
     }
 
     /// Number of streams in the pool.
     pub fn pool_size(&self) -> usize {
         self.streams.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_are_thread_safe_and_compare_by_handle() {
+        send_sync::<CudaStream>();
+        send_sync::<CudaStreamView<'static>>();
+        send_sync::<StreamRef>();
+        send_sync::<crate::DeviceSpan<'static, u32>>();
+        send_sync::<crate::DeviceBuffer>();
+        let r = StreamRef::from(CudaStreamView::PER_THREAD);
+        assert_eq!(r.view(), CudaStreamView::PER_THREAD);
+        assert_eq!(r.as_raw(), 2);
+        assert_eq!(StreamRef::default().view(), CudaStreamView::default());
+        assert!(StreamRef::default().view().is_default());
+        // SAFETY: compared only, never given to the driver.
+        let fake = unsafe { CudaStreamView::from_raw(0x1230) };
+        assert_eq!(StreamRef::from(fake).view(), fake);
+        assert_eq!(format!("{:?}", StreamRef::from(fake)), "CudaStreamView(0x1230)");
     }
 }

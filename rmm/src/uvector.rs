@@ -1,11 +1,11 @@
 //! [`DeviceUvector`]: a typed, uninitialized device vector
 //! (`rmm::device_uvector`), backed by a [`DeviceBuffer`].
 //!
-//! Element types are [`DeviceCopy`] (plain bits, no pointers to host
-//! memory). New elements are **uninitialized**: their bytes are whatever the
-//! memory held. Reading an element that was never written returns those bytes
-//! as a `T`; for types where not every bit pattern is valid (`bool`, `char`,
-//! enums, `Option<..>`) write before you read.
+//! Element types are [`DevicePod`]: plain bits for which every bit pattern
+//! is a valid value (integers, floats, arrays of them). New elements are
+//! **uninitialized**: their bytes are whatever the memory held, and reading
+//! an element that was never written returns those bytes as a `T`, which is
+//! unspecified but never undefined behaviour.
 //!
 //! # Interop with cust
 //! * [`DeviceUvector::data`] is the raw address; [`DeviceUvector::as_cust_ptr`]
@@ -28,14 +28,16 @@ use std::mem::{size_of, MaybeUninit};
 
 use cust::memory::DeviceCopy;
 
+use crate::pod::DevicePod;
+
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::buffer::{DeviceBuffer, RawBufferParts};
 use crate::device::{current_device, DeviceId};
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, CudaMemoryResource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
-use crate::span::{DeviceSpan, DeviceSpanMut};
-use crate::stream::CudaStreamView;
+use crate::span::{DeviceSpan, DeviceSpanMut, SpanInfo};
+use crate::stream::{CudaStreamView, StreamRef};
 
 /// Byte size of `n` elements of `T`, checked.
 ///
@@ -87,7 +89,7 @@ fn memset_plan(size: usize, addr: u64) -> (usize, usize) {
 /// # Ok::<(), rmm::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct DeviceUvector<T: DeviceCopy> {
+pub struct DeviceUvector<T: DevicePod> {
     buf: DeviceBuffer,
     _marker: std::marker::PhantomData<T>,
 }
@@ -95,14 +97,14 @@ pub struct DeviceUvector<T: DeviceCopy> {
 /// Returned by [`DeviceUvector::into_cust`] when the memory cannot be handed
 /// to cust; gives the vector back.
 #[derive(Debug)]
-pub struct IntoCustError<T: DeviceCopy> {
+pub struct IntoCustError<T: DevicePod> {
     /// Why it failed ([`Error::Logic`]).
     pub error: Error,
     /// The vector, unchanged.
     pub uvector: Box<DeviceUvector<T>>,
 }
 
-impl<T: DeviceCopy> DeviceUvector<T> {
+impl<T: DevicePod> DeviceUvector<T> {
     /// `len` uninitialized elements from the current device's resource.
     ///
     /// # Errors
@@ -250,25 +252,40 @@ impl<T: DeviceCopy> DeviceUvector<T> {
     }
 
     /// The first element's address as a cust pointer, for `launch!`.
-    pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T> {
+    pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T>
+    where
+        T: DeviceCopy,
+    {
         self.buf.data().as_cust()
     }
 
     /// A read-only span of the elements.
+    ///
+    /// The span records the vector's stream and whether its memory is
+    /// simulated (see [`SpanInfo`]).
     pub fn as_span(&self) -> DeviceSpan<'_, T> {
         // SAFETY: the span covers exactly the vector's elements, which stay
-        // allocated while the span borrows the vector.
-        unsafe { DeviceSpan::from_raw_parts(self.buf.data(), self.len()) }
+        // allocated while the span borrows the vector and are freed on the
+        // recorded stream; writes to them are ordered on that stream.
+        unsafe { DeviceSpan::from_raw_parts_with(self.buf.data(), self.len(), self.span_info()) }
     }
 
-    /// A writable span of the elements.
+    /// A writable span of the elements; see [`as_span`](Self::as_span).
     pub fn as_span_mut(&mut self) -> DeviceSpanMut<'_, T> {
+        let info = self.span_info();
         // SAFETY: as `as_span`; the exclusive borrow rules out other views.
-        unsafe { DeviceSpanMut::from_raw_parts(self.buf.data(), self.len()) }
+        unsafe { DeviceSpanMut::from_raw_parts_with(self.buf.data(), self.len(), info) }
     }
 
-    /// The stream the vector is ordered on.
-    pub fn stream(&self) -> CudaStreamView {
+    fn span_info(&self) -> SpanInfo<'_> {
+        SpanInfo {
+            stream: Some(self.buf.stream()),
+            simulated: self.buf.is_simulated(),
+        }
+    }
+
+    /// The stream the vector is ordered on (kept alive by the vector).
+    pub fn stream(&self) -> CudaStreamView<'_> {
         self.buf.stream()
     }
 
@@ -352,9 +369,8 @@ impl<T: DeviceCopy> DeviceUvector<T> {
             self.buf
                 .read_raw(offset, out.as_mut_ptr().cast(), size_of::<T>(), stream)?
         };
-        // SAFETY: all `size_of::<T>()` bytes were written by the copy; they are
-        // the bytes of a `T` stored on the device (see the module docs on
-        // elements never written).
+        // SAFETY: all `size_of::<T>()` bytes were written by the copy, and
+        // every bit pattern is a valid `T` (`T: DevicePod`).
         Ok(unsafe { out.assume_init() })
     }
 
@@ -430,7 +446,8 @@ impl<T: DeviceCopy> DeviceUvector<T> {
             self.buf
                 .read_raw(0, out.as_mut_ptr().cast(), self.size_bytes(), stream)?
         };
-        // SAFETY: the copy initialised all `n` elements (see the module docs).
+        // SAFETY: the copy initialised all `n` elements' bytes, and every bit
+        // pattern is a valid `T` (`T: DevicePod`).
         unsafe { out.set_len(n) };
         Ok(out)
     }
@@ -468,7 +485,10 @@ impl<T: DeviceCopy> DeviceUvector<T> {
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero-sized `T`; the driver's error
     /// when no device is current. On error the cust buffer is dropped (freed).
-    pub fn from_cust(buffer: cust::memory::DeviceBuffer<T>, stream: CudaStreamView) -> Result<Self> {
+    pub fn from_cust(buffer: cust::memory::DeviceBuffer<T>, stream: CudaStreamView) -> Result<Self>
+    where
+        T: DeviceCopy,
+    {
         let len = buffer.len();
         byte_size::<T>(len)?;
         let device = current_device()?;
@@ -481,7 +501,7 @@ impl<T: DeviceCopy> DeviceUvector<T> {
             size: bytes,
             capacity: if ptr.is_null() { 0 } else { bytes },
             alignment: CUDA_ALLOCATION_ALIGNMENT,
-            stream,
+            stream: StreamRef::from(stream),
             resource: SharedResource::new(CudaMemoryResource::new()),
             device,
         };
@@ -506,7 +526,10 @@ impl<T: DeviceCopy> DeviceUvector<T> {
     /// # Errors
     /// [`IntoCustError`] with [`Error::Logic`] (or the synchronisation error)
     /// and the unchanged vector.
-    pub fn into_cust(self) -> std::result::Result<cust::memory::DeviceBuffer<T>, IntoCustError<T>> {
+    pub fn into_cust(self) -> std::result::Result<cust::memory::DeviceBuffer<T>, IntoCustError<T>>
+    where
+        T: DeviceCopy,
+    {
         let fail = |error: Error, v: Self| IntoCustError {
             error,
             uvector: Box::new(v),
@@ -547,7 +570,7 @@ mod tests {
     use super::*;
     use crate::mr::SimulatedMemoryResource;
 
-    const S: CudaStreamView = CudaStreamView::DEFAULT;
+    const S: CudaStreamView<'static> = CudaStreamView::DEFAULT;
 
     #[test]
     fn memset_plans() {
@@ -577,7 +600,11 @@ mod tests {
     #[test]
     fn zero_sized_rejected() {
         let sim = SimulatedMemoryResource::new(1 << 20);
-        let r = DeviceUvector::<()>::with_resource(3, S, sim);
+        #[derive(Clone, Copy, Debug)]
+        struct Zst;
+        // SAFETY: a zero-sized type has one (empty) bit pattern.
+        unsafe impl DevicePod for Zst {}
+        let r = DeviceUvector::<Zst>::with_resource(3, S, sim);
         assert!(matches!(r, Err(Error::InvalidArgument(_))));
     }
 }

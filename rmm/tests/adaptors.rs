@@ -1057,7 +1057,7 @@ fn gpu_aligned_memory_is_usable() {
 fn gpu_prefetch_managed_memory_to_current_device() {
     rmm::require_gpu!();
     let device = rmm::device::current_device().unwrap();
-    if !rmm::driver::supports_concurrent_managed_access(device.value()).unwrap() {
+    if !rmm::device::supports_concurrent_managed_access(device).unwrap() {
         eprintln!(
             "{}: device has no concurrent managed access; nothing to prefetch",
             device
@@ -1069,13 +1069,13 @@ fn gpu_prefetch_managed_memory_to_current_device() {
     let bytes = 4 * MIB;
     let p = mr.allocate(bytes, 256, stream.view()).unwrap();
     stream.synchronize().unwrap();
-    let location = rmm::driver::mem_range_last_prefetch_location(p, bytes).unwrap();
+    let location = rmm::device::last_prefetch_location(p, bytes).unwrap();
     assert_eq!(location, device.value());
     // Plain managed memory without the adaptor was never prefetched.
     let plain = ManagedMemoryResource::new();
     let q = plain.allocate(bytes, 256, stream.view()).unwrap();
     assert_ne!(
-        rmm::driver::mem_range_last_prefetch_location(q, bytes).unwrap(),
+        rmm::device::last_prefetch_location(q, bytes).unwrap(),
         device.value()
     );
     // SAFETY: came from these resources with these arguments; the stream is idle.

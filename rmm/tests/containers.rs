@@ -48,7 +48,7 @@ fn r256(n: usize) -> usize {
 }
 
 /// A stream handle for simulated resources, which never pass it to the driver.
-fn fake_stream(i: usize) -> CudaStreamView {
+fn fake_stream(i: usize) -> CudaStreamView<'static> {
     // SAFETY: only used with simulated resources, which never touch streams.
     unsafe { CudaStreamView::from_raw(0x1000 + 16 * i) }
 }
@@ -314,7 +314,7 @@ fn gpu_buffer_out_of_memory_is_an_error() {
 
 fn element_ops<T>(name: &str, mr: &SharedResource, values: &[T], other: T, s: CudaStreamView)
 where
-    T: cust::memory::DeviceCopy + PartialEq + std::fmt::Debug,
+    T: rmm::DevicePod + PartialEq + std::fmt::Debug,
 {
     let n = values.len();
     let mut v = DeviceUvector::from_slice_with_resource(values, s, mr.clone()).unwrap();
@@ -821,7 +821,11 @@ fn cpu_uvector_arithmetic_and_overflow() {
     assert_eq!((v.len(), v.capacity()), (3, 3), "unchanged after overflow");
     let odd = DeviceUvector::<[u8; 3]>::with_resource(7, s, sim.clone()).unwrap();
     assert_eq!((odd.len(), odd.size_bytes()), (7, 21));
-    let e = DeviceUvector::<()>::with_resource(1, s, sim.clone());
+    #[derive(Clone, Copy)]
+    struct Zst;
+    // SAFETY: a zero-sized type has one (empty) bit pattern.
+    unsafe impl rmm::DevicePod for Zst {}
+    let e = DeviceUvector::<Zst>::with_resource(1, s, sim.clone());
     assert!(matches!(e, Err(Error::InvalidArgument(_))));
     let span = v.as_span();
     assert_eq!((span.ptr(), span.len(), span.size_bytes()), (v.data(), 3, 24));

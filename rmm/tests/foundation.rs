@@ -136,8 +136,7 @@ fn streams_and_pool() {
     assert!(s.view().is_idle().unwrap());
     let nb = CudaStream::non_blocking().unwrap();
     assert_ne!(nb.view(), s.view());
-    let from_cust = CudaStreamView::from(s.as_cust());
-    assert_eq!(from_cust, s.view());
+    assert_eq!(s.as_cust().as_inner() as usize, s.view().as_raw());
     let pool = CudaStreamPool::new(4).unwrap();
     assert_eq!(pool.pool_size(), 4);
     assert_eq!(pool.get_stream_by_id(5), pool.get_stream_by_id(1));
@@ -145,12 +144,45 @@ fn streams_and_pool() {
     assert_eq!(seen.len(), 4, "round robin visits every stream");
     CudaStreamView::DEFAULT.synchronize().unwrap();
     CudaStreamView::PER_THREAD.synchronize().unwrap();
-    // A stream converts to cust and back.
-    let raw = s.view();
-    let cust_stream = s.into_cust();
-    assert_eq!(CudaStreamView::from(&cust_stream), raw);
+    // A stream converts to cust and back, once nobody else shares it.
+    let raw = s.view().as_raw();
+    let shared = s.clone();
+    let s = s.into_cust().expect_err("a clone shares the stream");
+    drop(shared);
+    let cust_stream = s.into_cust().expect("sole owner");
+    assert_eq!(cust_stream.as_inner() as usize, raw);
     let back = CudaStream::from(cust_stream);
-    assert_eq!(back.view(), raw);
+    assert_eq!(back.view().as_raw(), raw);
+}
+
+/// A container keeps its stream alive: the caller's `CudaStream` may drop
+/// first, and the buffer is still used and freed on a live stream.
+#[test]
+fn containers_keep_their_stream_alive() {
+    rmm::require_gpu!();
+    let (buf, raw) = {
+        let s = CudaStream::new().unwrap();
+        let buf =
+            rmm::DeviceBuffer::from_host(&[7u8; 64], s.view(), rmm::mr::CudaMemoryResource::new()).unwrap();
+        (buf, s.view().as_raw())
+    };
+    assert_eq!(buf.stream().as_raw(), raw);
+    buf.stream().synchronize().unwrap();
+    assert_eq!(buf.to_host(buf.stream()).unwrap(), vec![7u8; 64]);
+    let policy = {
+        let s = CudaStream::new().unwrap();
+        rmm::exec_policy::ExecPolicy::new(s.view(), rmm::mr::CudaMemoryResource::new())
+    };
+    let scratch = policy.scratch::<u32>(16).unwrap();
+    drop(policy);
+    scratch.stream().synchronize().unwrap();
+    // The stream is shared: it cannot be taken back from cust's side while
+    // a container keeps it.
+    let s = CudaStream::new().unwrap();
+    let v = rmm::DeviceUvector::<u32>::new(4, s.view()).unwrap();
+    let s = s.into_cust().expect_err("the vector keeps the stream");
+    drop(v);
+    assert!(s.into_cust().is_ok());
 }
 
 #[test]

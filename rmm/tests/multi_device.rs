@@ -6,8 +6,8 @@ mod common;
 
 use std::sync::Mutex;
 
+use rmm::device::PointerKind;
 use rmm::device::{self, DeviceGuard, DeviceId};
-use rmm::driver::{self, PointerKind};
 use rmm::mr::{
     per_device_resource, reset_per_device_resource, set_per_device_resource, CudaAsyncMemoryResource,
     CudaMemoryResource, MemoryResource, SharedResource,
@@ -45,7 +45,7 @@ fn per_device_registry_holds_each_devices_resource() {
         let s = CudaStream::new().unwrap();
         let p = r.allocate(1 << 20, 256, s.view()).unwrap();
         assert_eq!(
-            driver::pointer_kind(p.addr()).unwrap(),
+            rmm::device::pointer_kind(p.addr()).unwrap(),
             PointerKind::Device(d),
             "memory lives on its device"
         );
@@ -91,7 +91,7 @@ fn peer_copy_between_devices() {
         let s0 = CudaStream::new().unwrap();
         let p = cuda.allocate(n, 256, s0.view()).unwrap();
         // SAFETY: p is n bytes of device 0 memory.
-        unsafe { driver::memset_async(p.addr(), 0x5A, 1, n, s0.view().as_raw()).unwrap() };
+        unsafe { rmm::launch::memset_async(p, 0x5A, 1, n, s0.view()).unwrap() };
         s0.synchronize().unwrap();
         (p, s0)
     };
@@ -114,7 +114,9 @@ fn peer_copy_between_devices() {
     unsafe { peer::copy_peer_async(dst, DeviceId(1), src, DeviceId(0), n, s1.view()).unwrap() };
     let mut host = vec![0u8; n];
     // SAFETY: host outlives the copy (synchronised below).
-    unsafe { driver::memcpy_async(host.as_mut_ptr() as u64, dst.addr(), n, s1.view().as_raw()).unwrap() };
+    unsafe {
+        rmm::launch::memcpy_async(rmm::DevicePtr::new(host.as_mut_ptr() as u64), dst, n, s1.view()).unwrap()
+    };
     s1.synchronize().unwrap();
     assert!(host.iter().all(|&b| b == 0x5A));
     // SAFETY: both allocations are idle; each is freed with its device current.
@@ -175,7 +177,7 @@ fn eight_threads_over_both_devices_pools_and_arenas() {
                 // Memory of each device's resources lives on that device.
                 let p = mr.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).unwrap();
                 assert_eq!(
-                    driver::pointer_kind(p.addr()).unwrap(),
+                    rmm::device::pointer_kind(p.addr()).unwrap(),
                     PointerKind::Device(d as i32)
                 );
                 // SAFETY: allocated just above from mr; unused.

@@ -234,7 +234,7 @@ fn pool_blocks_of_different_chunks_never_merge() {
 }
 
 /// Fake stream handles: the simulated resource never passes them to the driver.
-fn fake_stream(i: usize) -> CudaStreamView {
+fn fake_stream(i: usize) -> CudaStreamView<'static> {
     // SAFETY: only used with simulated resources, which never touch streams.
     unsafe { CudaStreamView::from_raw(0x7000 + 16 * i) }
 }
@@ -321,7 +321,7 @@ fn hand_over(
 ) -> DevicePtr {
     for _ in 0..20 {
         // SAFETY: [p, p + n) is live pool memory; ordered on `from`.
-        unsafe { rmm::driver::memset_async(p.addr(), 0xAA, 1, n, from.view().as_raw()).unwrap() };
+        unsafe { rmm::launch::memset_async(p, 0xAA, 1, n, from.view()).unwrap() };
     }
     // SAFETY: the only use of p is ordered on `from`, where it is freed.
     unsafe { pool.deallocate(p, n, 256, from.view()) };
@@ -330,12 +330,12 @@ fn hand_over(
     let mut host = vec![0u8; 4096];
     // SAFETY: q is live; host outlives the copy (`to` is synchronised below).
     unsafe {
-        rmm::driver::memset_async(q.addr(), 0x55, 1, n, to.view().as_raw()).unwrap();
-        rmm::driver::memcpy_async(
-            host.as_mut_ptr() as u64,
-            q.addr() + (n - 4096) as u64,
+        rmm::launch::memset_async(q, 0x55, 1, n, to.view()).unwrap();
+        rmm::launch::memcpy_async(
+            rmm::DevicePtr::new(host.as_mut_ptr() as u64),
+            rmm::DevicePtr::new(q.addr() + (n - 4096) as u64),
             4096,
-            to.view().as_raw(),
+            to.view(),
         )
         .unwrap();
     }

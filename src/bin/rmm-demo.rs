@@ -224,7 +224,7 @@ impl Ticker<'_> {
 /// Issues the workload's calls and keeps its counters.
 struct Driver<'a> {
     mr: &'a dyn MemoryResource,
-    stream: CudaStreamView,
+    stream: CudaStreamView<'a>,
     gpu: bool,
     rng: Rng,
     usage: usize,
@@ -576,7 +576,7 @@ enum Target {
 
 impl Target {
     /// The stream the workload runs on (the default one when simulated).
-    fn stream(&self) -> CudaStreamView {
+    fn stream(&self) -> CudaStreamView<'_> {
         match self {
             Target::Gpu(s) => s.view(),
             Target::Simulated => CudaStreamView::DEFAULT,

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 
 use rmm::exec_policy::ExecPolicy;
 use rmm::mr::{CudaMemoryResource, MemoryResource};
-use rmm::{driver, CudaStream, DevicePtr, DeviceSpan, DeviceSpanMut};
+use rmm::{CudaStream, DevicePtr, DeviceSpan, DeviceSpanMut};
 
 /// SplitMix64 (with `unit` and `normal`).
 pub use rmm::testing::SplitMix64 as Rng;
@@ -27,7 +27,8 @@ impl<T: Copy> DevVec<T> {
         if bytes > 0 {
             // SAFETY: `ptr` holds `bytes`; `data` outlives the copy (synchronised).
             unsafe {
-                driver::memcpy_async(ptr.addr(), data.as_ptr() as u64, bytes, s.view().as_raw()).unwrap()
+                rmm::launch::memcpy_async(ptr, rmm::DevicePtr::new(data.as_ptr() as u64), bytes, s.view())
+                    .unwrap()
             };
         }
         s.synchronize().unwrap();
@@ -45,7 +46,7 @@ impl<T: Copy> DevVec<T> {
         let ptr = mr.allocate(bytes, 256, s.view()).unwrap();
         if bytes > 0 {
             // SAFETY: `ptr` holds `bytes`.
-            unsafe { driver::memset_async(ptr.addr(), 0, 1, bytes, s.view().as_raw()).unwrap() };
+            unsafe { rmm::launch::memset_async(ptr, 0, 1, bytes, s.view()).unwrap() };
         }
         s.synchronize().unwrap();
         DevVec {
@@ -62,8 +63,13 @@ impl<T: Copy> DevVec<T> {
         if bytes > 0 {
             // SAFETY: `out` has room for `len` elements; synchronised before use.
             unsafe {
-                driver::memcpy_async(out.as_mut_ptr() as u64, self.ptr.addr(), bytes, s.view().as_raw())
-                    .unwrap();
+                rmm::launch::memcpy_async(
+                    rmm::DevicePtr::new(out.as_mut_ptr() as u64),
+                    self.ptr,
+                    bytes,
+                    s.view(),
+                )
+                .unwrap();
             }
         }
         s.synchronize().unwrap();
@@ -85,7 +91,7 @@ impl<T: Copy> DevVec<T> {
 
 impl<T: Copy> Drop for DevVec<T> {
     fn drop(&mut self) {
-        let _ = driver::device_synchronize();
+        let _ = rmm::device::synchronize();
         // SAFETY: allocated in `upload`/`zeroed` with these arguments; the
         // device is idle.
         unsafe {

@@ -100,7 +100,9 @@ enum EventState {
 #[derive(Debug)]
 struct StreamList<L> {
     key: StreamKey,
-    stream: CudaStreamView,
+    /// The raw handle, used (to record the event) only while the caller is
+    /// passing this very stream in (`mark_used` of the caller's own list).
+    stream: CudaStreamView<'static>,
     event: usize,
     state: EventState,
     /// Record the event on every use (after another stream once took blocks).
@@ -157,7 +159,9 @@ impl<B: Backing> StreamOrdered<B> {
         }
         self.lists.push(StreamList {
             key,
-            stream,
+            // SAFETY: the handle is used with the driver only while the
+            // caller passes this stream in (see the field's docs).
+            stream: unsafe { CudaStreamView::from_raw(stream.as_raw()) },
             event: 0,
             state: EventState::Clean,
             eager: self.shared,

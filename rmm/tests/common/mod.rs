@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use rmm::driver;
 use rmm::mr::MemoryResource;
 use rmm::{CudaStream, CudaStreamView, DevicePtr, Error};
 
@@ -22,7 +21,7 @@ pub use rmm::testing::SplitMix64;
 /// simulated resources (which never touch streams).
 pub enum Streams {
     Real(Vec<CudaStream>),
-    Fake(Vec<CudaStreamView>),
+    Fake(Vec<CudaStreamView<'static>>),
 }
 
 impl Streams {
@@ -38,7 +37,7 @@ impl Streams {
             Streams::Real((0..n).map(|_| CudaStream::new().expect("stream")).collect())
         }
     }
-    pub fn get(&self, i: usize) -> CudaStreamView {
+    pub fn get(&self, i: usize) -> CudaStreamView<'_> {
         match self {
             Streams::Real(v) => v[i % v.len()].view(),
             Streams::Fake(v) => v[i % v.len()],
@@ -73,8 +72,9 @@ pub fn touch(mr: &dyn MemoryResource, p: DevicePtr, bytes: usize, stream: CudaSt
     // SAFETY: [p, p + n) is live memory of `mr`; `host` outlives the copy
     // because the stream is synchronised before it is read or dropped.
     unsafe {
-        driver::memset_async(p.addr(), value as u32, 1, n, stream.as_raw()).expect("memset");
-        driver::memcpy_async(host.as_mut_ptr() as u64, p.addr(), n, stream.as_raw()).expect("memcpy");
+        rmm::launch::memset_async(p, value as u32, 1, n, stream).expect("memset");
+        rmm::launch::memcpy_async(rmm::DevicePtr::new(host.as_mut_ptr() as u64), p, n, stream)
+            .expect("memcpy");
     }
     stream.synchronize().expect("sync");
     assert!(
