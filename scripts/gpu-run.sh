@@ -4,13 +4,16 @@
 # `compute-sanitizer --tool memcheck --error-exitcode 1`, and prints
 #   SUMMARY passed=P failed=F skipped=S binaries=B [sanitizer_errors=E]
 # Environment: BIN_TIMEOUT (seconds per binary), TEST_ARGS (passed to every
-# binary), ONLY_BINS / SERIAL_BINS (space-separated binary names), RUN_TAG.
+# binary), ONLY_BINS (space-separated binary names), RUN_TAG. Every binary
+# runs its tests in parallel. With .eu/eu-stack beside the bundle (elfutils,
+# see DESIGN.md), a test watchdog that fires dumps every thread's stack.
 # Logs go to $LOGDIR (default .gpu-bundle/logs); when $OUT is set (the GPU
 # machine's return folder) they are also packed into $OUT/logs-<tag>.tgz.
 here=$(cd "$(dirname "$0")" && pwd)
 logs=${LOGDIR:-$here/logs}
 mkdir -p "$logs"
 export RMM_REQUIRE_GPU=1
+if [ -z "${RMM_EU_STACK:-}" ] && [ -x "$here/../.eu/eu-stack" ]; then export RMM_EU_STACK="$here/../.eu/eu-stack"; fi
 passed=0; failed=0; skipped=0; bins=0; san=0; crashed=0
 tag=${RUN_TAG:-plain}
 for bin in "$here"/bin/*; do
@@ -18,10 +21,7 @@ for bin in "$here"/bin/*; do
   log="$logs/$tag-$name.log"
   bins=$((bins + 1))
   if [ -n "${ONLY_BINS:-}" ] && ! grep -qw "$name" <<<"$ONLY_BINS"; then continue; fi
-  extra=""
-  # SERIAL_BINS: binaries whose tests run one at a time.
-  if grep -qw "$name" <<<"${SERIAL_BINS:-}"; then extra="--test-threads=1"; fi
-  timeout -k 10 "${BIN_TIMEOUT:-600}" "$@" "$bin" --nocapture $extra ${TEST_ARGS:-} >"$log" 2>&1
+  timeout -k 10 "${BIN_TIMEOUT:-600}" "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1
   rc=$?
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "$name: TIMED OUT after ${BIN_TIMEOUT:-600}s" >>"$log"; fi
   p=$(grep -Eo 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')

@@ -8,6 +8,8 @@
 #   bash scripts/gpu-verify.sh racecheck  # racecheck on the kernels (tiny sizes)
 #   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy
 #   bash scripts/gpu-verify.sh demo       # the demo on the GPU and the criterion micro benchmarks
+#   bash scripts/gpu-verify.sh repeat     # resources, containers, adaptors REPEAT times each
+#                                         # (default 20), parallel tests, stacks of any stall
 #   bash scripts/gpu-verify.sh all        # tests, memcheck, racecheck, bench, in that order
 #   bash scripts/gpu-verify.sh sanitizers # with 2+ GPUs: racecheck on GPU 1 beside tests,
 #                                         # memcheck and demo on GPU 0; else one after another
@@ -24,8 +26,6 @@ export RMM_REQUIRE_GPU=1
 if [ "$gpus" -ge 2 ]; then export RMM_REQUIRE_GPUS=2; else unset RMM_REQUIRE_GPUS; fi
 if [ ! -d .gpu-bundle ] && [ -f .gpu-bundle.tgz ]; then tar xzf .gpu-bundle.tgz; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-# These two binaries stall when their GPU tests run in parallel (README).
-export SERIAL_BINS="adaptors containers"
 status=0
 step() {
   case "$1" in
@@ -52,6 +52,11 @@ step() {
       race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
       race_sort 32pairs "each_kernel_once_pairs_u32" || status=1
       race_sort 32keys "each_kernel_once_keys_u32" || status=1 ;;
+    repeat)
+      n=${REPEAT:-20}
+      OUT=${OUT:-.gpu-bench} bash repro/probe.sh "resources:$n containers:$n adaptors:$n" "" || status=1
+      grep -q STALLED "${OUT:-.gpu-bench}/summary.txt" && status=1
+      grep -E "rc=[1-9]" "${OUT:-.gpu-bench}/summary.txt" && status=1 ;;
     bench)
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
       bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1 ;;

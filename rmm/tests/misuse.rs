@@ -72,7 +72,7 @@ fn errors() -> usize {
     ERRORS.with(Cell::get)
 }
 
-fn stream(i: usize) -> CudaStreamView {
+fn stream(i: usize) -> CudaStreamView<'static> {
     // SAFETY: simulated resources never pass stream handles to the driver
     // (as `Streams::new` does for them in tests/common).
     unsafe { CudaStreamView::from_raw(0x1000 + 16 * i) }

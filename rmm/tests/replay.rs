@@ -313,7 +313,7 @@ fn fragmentation_at_peak() {
 fn replay_binary_runs_the_fixture() {
     let Some(bin) = replay_binary() else {
         // Only where the test binary was shipped without the tool (a GPU bundle).
-        eprintln!("RMM-SKIP: replay_binary_runs_the_fixture (rmm-replay binary not found)");
+        rmm::testing::report_skip("replay_binary_runs_the_fixture", "rmm-replay binary not found");
         return;
     };
     let log = temp_path("fixture.csv");
