@@ -39,6 +39,11 @@
  *   U as W on the thread's own blocking stream
  *   J as W on the per-thread default stream
  *   N as W, with the legacy stream synchronised again before the pool is destroyed
+ * REPRO_LATE_CTX_MS=N (environment): after N ms, thread 0 creates device 1's
+ *   primary context (first use of device 1 in the process), allocates,
+ *   writes and frees plain and managed memory there, and returns to device
+ *   0, while the other threads go on; the open suspect of the two-GPU
+ *   `containers` stall (not yet run).
  *   Q2 (letter 'q'): managed memory as the containers use it: cuMemAllocManaged, a
  *              pageable-to-managed copy, an event recorded and waited on by a
  *              second stream, a host function, a managed-to-pageable copy,
@@ -96,7 +101,29 @@ static void *worker(void *arg) {
   CUstream s; CK(cuStreamCreate(&s, CU_STREAM_DEFAULT));
   char host[4096];
   size_t nk = strlen(kinds);
+  const char *late = getenv("REPRO_LATE_CTX_MS");
+  struct timespec t0; clock_gettime(CLOCK_MONOTONIC, &t0);
+  int late_done = !(t == 0 && late);
   for (;;) {
+    if (!late_done) {
+      struct timespec now; clock_gettime(CLOCK_MONOTONIC, &now);
+      long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (ms >= atol(late)) {
+        CUdevice d1; CUcontext c1; CUdeviceptr q;
+        late_done = 1;
+        where[t] = "late: cuDeviceGet(1)"; CK(cuDeviceGet(&d1, 1));
+        where[t] = "late: cuDevicePrimaryCtxRetain(1)"; CK(cuDevicePrimaryCtxRetain(&c1, d1));
+        where[t] = "late: cuCtxSetCurrent(1)"; CK(cuCtxSetCurrent(c1));
+        where[t] = "late: cuMemAlloc(dev 1)"; CK(cuMemAlloc(&q, 1 << 20));
+        where[t] = "late: cuMemsetD8Async(dev 1)"; CK(cuMemsetD8Async(q, 1, 1 << 20, CU_STREAM_PER_THREAD));
+        where[t] = "late: cuStreamSynchronize(dev 1)"; CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+        where[t] = "late: cuMemFree(dev 1)"; CK(cuMemFree(q));
+        where[t] = "late: cuMemAllocManaged(dev 1)"; CK(cuMemAllocManaged(&q, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+        where[t] = "late: cuMemFree(managed, dev 1)"; CK(cuMemFree(q));
+        where[t] = "late: cuCtxSetCurrent(0)"; CK(cuCtxSetCurrent(ctx));
+        printf("late device-1 context made at %ld ms\n", ms); fflush(stdout);
+      }
+    }
     char k = kinds[rng_next(&seed) % nk];
     size_t bytes = 256 + rng_next(&seed) % (256 << 10);
     CUdeviceptr p;

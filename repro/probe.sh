@@ -9,6 +9,9 @@ runs=${1:-"resources:5 containers:3 adaptors:3"}
 mixes=${2-"MDAHCSP DAHCSP W U"}
 out=${OUT:-/tmp/probe-out}; mkdir -p "$out/p"
 log="$out/summary.txt"
+# Pack the logs and stacks however the script ends (a timeout included): the
+# device tool brings back at most 8 files.
+trap 'tar czf "$out/probe.tgz" -C "$out" p && rm -rf "$out/p"' EXIT
 [ -d .gpu-bundle ] || tar xzf .gpu-bundle.tgz
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$log"
 if [ -n "$mixes" ]; then
@@ -41,4 +44,3 @@ for spec in $runs; do
     fi
   done
 done
-tar czf "$out/probe.tgz" -C "$out" p && rm -rf "$out/p"
