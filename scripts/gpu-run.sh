@@ -21,8 +21,28 @@ for bin in "$here"/bin/*; do
   log="$logs/$tag-$name.log"
   bins=$((bins + 1))
   if [ -n "${ONLY_BINS:-}" ] && ! grep -qw "$name" <<<"$ONLY_BINS"; then continue; fi
-  timeout -k 10 "${BIN_TIMEOUT:-600}" "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1
-  rc=$?
+  # A binary that outlives BIN_TIMEOUT is a stall: every thread's stack of
+  # it (and of a wrapper such as compute-sanitizer) goes into its log when
+  # RMM_EU_STACK names eu-stack, then it is killed (rc 124).
+  "$@" "$bin" --nocapture ${TEST_ARGS:-} >"$log" 2>&1 &
+  pid=$!
+  ticks=0
+  while kill -0 "$pid" 2>/dev/null && [ "$ticks" -lt $((${BIN_TIMEOUT:-600} * 10)) ]; do
+    sleep 0.1; ticks=$((ticks + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    if [ -n "${RMM_EU_STACK:-}" ]; then
+      for p in $(pgrep -f -- "$bin"); do
+        echo "=== stacks of $p: $(tr '\0' ' ' </proc/$p/cmdline)" >>"$log"
+        LD_LIBRARY_PATH=$(dirname "$RMM_EU_STACK") "$RMM_EU_STACK" -p "$p" >>"$log" 2>&1
+      done
+    fi
+    pkill -9 -f -- "$bin"; kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rc=124
+  else
+    wait "$pid"; rc=$?
+  fi
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "$name: TIMED OUT after ${BIN_TIMEOUT:-600}s" >>"$log"; fi
   p=$(grep -Eo 'test result: [A-Za-z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
   f=$(grep -Eo '; [0-9]+ failed' "$log" | awk '{s+=$2} END {print s+0}')
