@@ -79,11 +79,30 @@ impl ArenaOptions {
 #[derive(Debug)]
 struct Arena {
     id: usize,
-    book: Mutex<ArenaBook>,
-    /// Live allocations made on this arena's stream (address to requested
-    /// bytes), when frees are checked. A leaf lock: taken with no other
-    /// lock held.
-    live: Mutex<LiveMap>,
+    book: Mutex<ArenaBooks>,
+}
+
+/// What an arena's lock guards: its superblocks and free blocks, and the
+/// live allocations made on its stream (address to requested bytes, when
+/// frees are checked), so that an allocation or a free on the arena's own
+/// stream, checked, takes one lock.
+#[derive(Debug)]
+struct ArenaBooks {
+    book: ArenaBook,
+    live: LiveMap,
+}
+
+impl std::ops::Deref for ArenaBooks {
+    type Target = ArenaBook;
+    fn deref(&self) -> &ArenaBook {
+        &self.book
+    }
+}
+
+impl std::ops::DerefMut for ArenaBooks {
+    fn deref_mut(&mut self) -> &mut ArenaBook {
+        &mut self.book
+    }
 }
 
 #[derive(Debug, Default)]
@@ -281,41 +300,46 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         self.inner.bad_frees.load(Ordering::Relaxed)
     }
 
-    /// Records a new allocation in the live record of `stream`'s arena.
-    fn record(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> DevicePtr {
-        if self.inner.checked && !lock(&self.arena_for(stream).live).insert(addr, bytes) {
+    /// Records an allocation made outside `arena`'s lock (from the global
+    /// arena) in `arena`'s live record.
+    fn record(&self, arena: &Arena, addr: u64, bytes: usize) {
+        if self.inner.checked {
+            self.record_in(&mut lock(&arena.book), addr, bytes);
+        }
+    }
+
+    /// Records an allocation in a live record whose lock the caller holds.
+    fn record_in(&self, books: &mut ArenaBooks, addr: u64, bytes: usize) {
+        if self.inner.checked && !books.live.insert(addr, bytes) {
             log::error!(
                 "ArenaMemoryResource: handed out {addr:#x} ({bytes} bytes) while it is live (internal error)"
             );
         }
-        DevicePtr::new(addr)
     }
 
-    /// Removes a live allocation freed on `stream`: from the stream's own
-    /// arena's record (the common case), else from another arena's (a
-    /// block allocated on another stream). A free that names no live
-    /// allocation or a wrong size is logged, counted and refused (false).
-    fn forget(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
-        let own = self.arena_for(stream);
-        let found = lock(&own.live).remove(addr, bytes);
-        let found = match found {
-            Err(BadFree::NotLive) => self
-                .all_arenas()
-                .iter()
-                .filter(|a| a.id != own.id)
-                .map(|a| lock(&a.live).remove(addr, bytes))
-                .find(|r| *r != Err(BadFree::NotLive))
-                .unwrap_or(Err(BadFree::NotLive)),
-            r => r,
-        };
+    /// Removes a live allocation of an arena other than `own` (a block
+    /// allocated on another stream). A free that names no live allocation
+    /// or a wrong size is logged, counted and refused (false).
+    fn forget_elsewhere(&self, own: &Arena, addr: u64, bytes: usize) -> bool {
+        let found = self
+            .all_arenas()
+            .iter()
+            .filter(|a| a.id != own.id)
+            .map(|a| lock(&a.book).live.remove(addr, bytes))
+            .find(|r| *r != Err(BadFree::NotLive))
+            .unwrap_or(Err(BadFree::NotLive));
         match found {
             Ok(()) => true,
             Err(bad) => {
-                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-                log_bad_free("ArenaMemoryResource", addr, bytes, bad);
+                self.refuse(addr, bytes, bad);
                 false
             }
         }
+    }
+
+    fn refuse(&self, addr: u64, bytes: usize, bad: BadFree) {
+        self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+        log_bad_free("ArenaMemoryResource", addr, bytes, bad);
     }
 
     /// Size of the global arena (the one upstream allocation).
@@ -349,7 +373,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     pub fn defragment(&self) {
         let all = self.all_arenas();
         let mut g = lock(&self.inner.global);
-        let mut books: Vec<MutexGuard<'_, ArenaBook>> = all.iter().map(|a| lock(&a.book)).collect();
+        let mut books: Vec<MutexGuard<'_, ArenaBooks>> = all.iter().map(|a| lock(&a.book)).collect();
         let _device = super::quiesce_device(
             "ArenaMemoryResource",
             "for defragmentation",
@@ -425,8 +449,10 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             .or_insert_with(|| {
                 Arc::new(Arena {
                     id,
-                    book: Mutex::new(ArenaBook::new(1, self.inner.superblock)),
-                    live: Mutex::new(LiveMap::default()),
+                    book: Mutex::new(ArenaBooks {
+                        book: ArenaBook::new(1, self.inner.superblock),
+                        live: LiveMap::default(),
+                    }),
                 })
             })
             .clone();
@@ -436,16 +462,28 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         a
     }
 
-    fn try_allocate(&self, size: usize, stream: CudaStreamView) -> Option<u64> {
+    /// Allocates `size` bytes (a request of `bytes`) for `stream` and
+    /// records it as live.
+    fn try_allocate(&self, size: usize, bytes: usize, stream: CudaStreamView) -> Option<u64> {
         let arena = self.arena_for(stream);
         if size > LARGE {
-            if let Some(a) = lock(&arena.book).take_large(size) {
+            {
+                let mut b = lock(&arena.book);
+                if let Some(a) = b.take_large(size) {
+                    self.record_in(&mut b, a, bytes);
+                    return Some(a);
+                }
+            }
+            let a = lock(&self.inner.global).allocate(size)?;
+            self.record(&arena, a, bytes);
+            return Some(a);
+        }
+        {
+            let mut b = lock(&arena.book);
+            if let Some(a) = b.allocate(size) {
+                self.record_in(&mut b, a, bytes);
                 return Some(a);
             }
-            return lock(&self.inner.global).allocate(size);
-        }
-        if let Some(a) = lock(&arena.book).allocate(size) {
-            return Some(a);
         }
         let mut g = lock(&self.inner.global);
         let want = self.inner.superblock.max(size);
@@ -459,9 +497,16 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 // Lock order: global, then an arena.
                 let mut b = lock(&arena.book);
                 b.add_superblock(s, n);
-                b.allocate(size)
+                let a = b.allocate(size)?;
+                self.record_in(&mut b, a, bytes);
+                Some(a)
             }
-            None => g.allocate(size),
+            None => {
+                let a = g.allocate(size)?;
+                // Lock order: global, then an arena.
+                self.record(&arena, a, bytes);
+                Some(a)
+            }
         }
     }
 
@@ -495,8 +540,8 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             Some(s) if s <= self.inner.size => s,
             _ => return Err(self.out_of_memory(bytes)),
         };
-        if let Some(a) = self.try_allocate(size, stream) {
-            return Ok(self.record(a, bytes, stream));
+        if let Some(a) = self.try_allocate(size, bytes, stream) {
+            return Ok(DevicePtr::new(a));
         }
         // Defragmenting synchronises the device: wrong under another current
         // device, and rare enough to check for it here.
@@ -504,8 +549,8 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             ensure_current("ArenaMemoryResource", device)?;
         }
         self.defragment();
-        match self.try_allocate(size, stream) {
-            Some(a) => Ok(self.record(a, bytes, stream)),
+        match self.try_allocate(size, bytes, stream) {
+            Some(a) => Ok(DevicePtr::new(a)),
             None => {
                 let e = self.out_of_memory(bytes);
                 log::error!("{e}");
@@ -518,8 +563,26 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if ptr.is_null() {
             return;
         }
-        if self.inner.checked && !self.forget(ptr.addr(), bytes, stream) {
-            return;
+        let arena = self.arena_for(stream);
+        // Checked, a free on the stream that allocated keeps the arena's
+        // lock from the live record's check to the free: one lock.
+        let mut held = None;
+        if self.inner.checked {
+            let mut b = lock(&arena.book);
+            match b.live.remove(ptr.addr(), bytes) {
+                Ok(()) => held = Some(b),
+                Err(BadFree::NotLive) => {
+                    drop(b);
+                    if !self.forget_elsewhere(&arena, ptr.addr(), bytes) {
+                        return;
+                    }
+                }
+                Err(bad) => {
+                    drop(b);
+                    self.refuse(ptr.addr(), bytes, bad);
+                    return;
+                }
+            }
         }
         let base = self.inner.base.addr();
         let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
@@ -538,18 +601,19 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             }
         };
         let addr = ptr.addr();
-        let arena = self.arena_for(stream);
+        let mut b = held.unwrap_or_else(|| lock(&arena.book));
         if size > LARGE {
             // Kept for this stream (reuse in its order needs no sync); other
             // streams get it after a defragmentation.
-            if !lock(&arena.book).put_large(addr, size) {
+            if !b.put_large(addr, size) {
                 log::error!(
                     "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
                 );
             }
             return;
         }
-        let outcome = lock(&arena.book).free(addr, size);
+        let outcome = b.free(addr, size);
+        drop(b);
         match outcome {
             Freed::Kept => return,
             Freed::Release(s, n) => {
