@@ -20,7 +20,8 @@
 
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use cust::sys as cu;
 
@@ -91,8 +92,13 @@ pub fn device_count() -> usize {
     }
 }
 
-/// Primary contexts retained so far, by device ordinal (stored as addresses).
-static PRIMARY: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Primary contexts retained so far, by device ordinal (addresses; 0: not
+/// yet). No lock: a device's context is retained outside any lock of ours
+/// (its first creation can wait for the whole driver) and published with a
+/// compare-and-swap; a thread that loses the race releases its extra
+/// reference (the driver's primary context is one per device, so both got
+/// the same context).
+static PRIMARY: OnceLock<Vec<AtomicUsize>> = OnceLock::new();
 
 fn primary_context(device: i32) -> Result<cu::CUcontext> {
     init()?;
@@ -102,18 +108,26 @@ fn primary_context(device: i32) -> Result<cu::CUcontext> {
             "device {device} does not exist (device count {count})"
         )));
     }
-    let mut table = PRIMARY.lock().unwrap_or_else(|e| e.into_inner());
-    if table.len() <= device as usize {
-        table.resize(count, 0);
+    let table = PRIMARY.get_or_init(|| (0..count).map(|_| AtomicUsize::new(0)).collect());
+    let slot = &table[device as usize];
+    let known = slot.load(Ordering::Acquire);
+    if known != 0 {
+        return Ok(known as cu::CUcontext);
     }
-    if table[device as usize] == 0 {
-        let mut dev = 0;
-        call!(cuDeviceGet(&mut dev, device))?;
-        let mut ctx: cu::CUcontext = std::ptr::null_mut();
-        call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
-        table[device as usize] = ctx as usize;
+    let mut dev = 0;
+    call!(cuDeviceGet(&mut dev, device))?;
+    let mut ctx: cu::CUcontext = std::ptr::null_mut();
+    call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+    match slot.compare_exchange(0, ctx as usize, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Ok(ctx),
+        Err(theirs) => {
+            // Another thread published the context first: keep one reference.
+            if let Err(e) = call!(cuDevicePrimaryCtxRelease_v2(dev)) {
+                log::warn!("cuDevicePrimaryCtxRelease of device {device}: {e}");
+            }
+            Ok(theirs as cu::CUcontext)
+        }
     }
-    Ok(table[device as usize] as cu::CUcontext)
 }
 
 thread_local! {
