@@ -127,6 +127,12 @@ struct ArenaInner<U: MemoryResource> {
     size: usize,
     superblock: usize,
     global: Mutex<GlobalBook>,
+    /// One defragmentation at a time, held across its device
+    /// synchronisation (and so outermost of the arena's locks): a second
+    /// out-of-memory retry waits for the first to return the drained blocks
+    /// instead of failing while they are in flight. Allocations and frees
+    /// never take it.
+    defragmenting: Mutex<()>,
     arenas: RwLock<Arenas>,
     /// Frees are checked against the arenas' live records.
     checked: bool,
@@ -286,6 +292,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 size,
                 superblock: options.superblock_size,
                 global: Mutex::new(GlobalBook::new(base.addr(), size)),
+                defragmenting: Mutex::new(()),
                 arenas: RwLock::new(Arenas::default()),
                 checked: !options.unchecked_frees,
                 bad_frees: AtomicUsize::new(0),
@@ -371,24 +378,37 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Returns every arena's superblocks to the global arena after
     /// synchronising the device (what an out-of-memory retry does).
     pub fn defragment(&self) {
-        let all = self.all_arenas();
-        let mut g = lock(&self.inner.global);
-        let mut books: Vec<MutexGuard<'_, ArenaBooks>> = all.iter().map(|a| lock(&a.book)).collect();
+        let _one_at_a_time = lock(&self.inner.defragmenting);
+        // Under the locks: take every arena's free blocks and superblocks
+        // (nothing can hand the drained blocks out any more) and disown the
+        // superblocks, so later frees of their live blocks go to the global
+        // arena.
+        let drained: Vec<(u64, usize)> = {
+            let all = self.all_arenas();
+            let mut g = lock(&self.inner.global);
+            let mut drained = Vec::new();
+            for a in &all {
+                let (free, superblocks) = lock(&a.book).drain();
+                for (s, _) in superblocks {
+                    g.disown(s);
+                }
+                drained.extend(free);
+            }
+            drained
+        };
+        // Without any lock of ours: wait for every use of the drained blocks
+        // (they were freed in their own streams' order), so that other
+        // threads' allocations and frees go on during the synchronisation.
         let _device = super::quiesce_device(
             "ArenaMemoryResource",
             "for defragmentation",
             self.inner.device,
             self.inner.simulated,
         );
-        for b in &mut books {
-            let (free, superblocks) = b.drain();
-            for (s, _) in superblocks {
-                g.disown(s);
-            }
-            for (f, n) in free {
-                if !g.free(f, n) {
-                    log::error!("ArenaMemoryResource: defragmentation found overlapping block {f:#x}+{n}");
-                }
+        let mut g = lock(&self.inner.global);
+        for (f, n) in drained {
+            if !g.free(f, n) {
+                log::error!("ArenaMemoryResource: defragmentation found overlapping block {f:#x}+{n}");
             }
         }
     }
