@@ -39,6 +39,10 @@
  *   U as W on the thread's own blocking stream
  *   J as W on the per-thread default stream
  *   N as W, with the legacy stream synchronised again before the pool is destroyed
+ *   F what rmm does for the legacy stream since the fix: as W, but the pool
+ *              calls go to the per-thread default stream, joined to the legacy
+ *              stream with events both ways (legacy waits after the allocation,
+ *              the free waits for legacy), and the block is written on legacy
  * REPRO_LATE_CTX_MS=N (environment): after N ms, thread 0 creates device 1's
  *   primary context (first use of device 1 in the process), allocates,
  *   writes and frees plain and managed memory there, and returns to device
@@ -286,6 +290,26 @@ static void *worker(void *arg) {
       where[t] = "q: cuStreamSynchronize"; CK(cuStreamSynchronize(s));
       where[t] = "q: cuMemFree(managed)"; CK(cuMemFree(p));
       where[t] = "q: cuStreamDestroy"; CK(cuStreamDestroy(b2));
+      break; }
+    case 'F': {
+      CUmemPoolProps props; memset(&props, 0, sizeof props);
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
+      CUmemoryPool pool; where[t] = "F: cuMemPoolCreate"; CK(cuMemPoolCreate(&pool, &props));
+      cuuint64_t thr = ~0ull; CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+      CUevent e;
+      where[t] = "F: cuMemAllocFromPoolAsync(per-thread)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, CU_STREAM_PER_THREAD));
+      where[t] = "F: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+      where[t] = "F: cuEventRecord(per-thread)"; CK(cuEventRecord(e, CU_STREAM_PER_THREAD));
+      where[t] = "F: cuStreamWaitEvent(legacy)"; CK(cuStreamWaitEvent(CU_STREAM_LEGACY, e, 0));
+      where[t] = "F: cuEventDestroy"; CK(cuEventDestroy(e));
+      where[t] = "F: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, 4096, CU_STREAM_LEGACY));
+      where[t] = "F: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+      where[t] = "F: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+      where[t] = "F: cuEventRecord(legacy)"; CK(cuEventRecord(e, CU_STREAM_LEGACY));
+      where[t] = "F: cuStreamWaitEvent(per-thread)"; CK(cuStreamWaitEvent(CU_STREAM_PER_THREAD, e, 0));
+      where[t] = "F: cuEventDestroy"; CK(cuEventDestroy(e));
+      where[t] = "F: cuMemFreeAsync(per-thread)"; CK(cuMemFreeAsync(p, CU_STREAM_PER_THREAD));
+      where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
       break; }
     case 'P': {
       void *h; where[t] = "cuMemHostAlloc"; CK(cuMemHostAlloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
