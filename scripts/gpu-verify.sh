@@ -8,6 +8,8 @@
 #   bash scripts/gpu-verify.sh racecheck  # racecheck on the kernels (tiny sizes)
 #   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy
 #   bash scripts/gpu-verify.sh demo       # the demo on the GPU and the criterion micro benchmarks
+#   bash scripts/gpu-verify.sh trust      # the driver-only stall mixes (F, W control, late
+#                                         # device-1 context with 2 GPUs), then `tests`
 #   bash scripts/gpu-verify.sh repeat     # resources, containers, adaptors REPEAT times each
 #                                         # (default 20), parallel tests, stacks of any stall
 #   bash scripts/gpu-verify.sh all        # tests, memcheck, racecheck, bench, in that order
@@ -52,6 +54,18 @@ step() {
       race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
       race_sort 32pairs "each_kernel_once_pairs_u32" || status=1
       race_sort 32keys "each_kernel_once_keys_u32" || status=1 ;;
+    trust)
+      # carry .eu (elfutils' eu-stack) for thread dumps of a stall
+      [ -x .eu/eu-stack ] && export RMM_EU_STACK=$PWD/.eu/eu-stack
+      mkdir -p "${OUT:-.gpu-bench}"
+      OUT=${OUT:-.gpu-bench}/repro REPRO_THREADS=32 bash repro/probe.sh "" "F FDACS W" || status=1
+      if [ "$gpus" -ge 2 ]; then
+        for i in 1 2 3; do
+          REPRO_LATE_CTX_MS=2000 timeout -k 5 30 /tmp/driver_stall 32 8 MDAHq 8 \
+            | tee -a "${OUT:-.gpu-bench}/late-context.txt" | grep -E "^(OK|STALL)"
+        done
+      fi
+      step tests ;;
     repeat)
       n=${REPEAT:-20}
       OUT=${OUT:-.gpu-bench} bash repro/probe.sh "resources:$n containers:$n adaptors:$n" "" || status=1
