@@ -182,19 +182,25 @@ impl<B: Backing> StreamOrdered<B> {
         }
     }
 
+    /// The out-of-memory error (logged) for a request of `requested` bytes
+    /// beyond what the backing serves.
+    fn exceeds_maximum(&self, requested: usize) -> Error {
+        let e = Error::OutOfMemory {
+            requested,
+            reason: format!(
+                "{}: maximum allocation size exceeded ({} bytes)",
+                self.backing.name(),
+                self.backing.max_allocation()
+            ),
+        };
+        log::error!("{e}");
+        e
+    }
+
     /// Allocates `size` bytes (a multiple of 256) in `stream` order.
     fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
         if size > self.backing.max_allocation() {
-            let e = Error::OutOfMemory {
-                requested: size,
-                reason: format!(
-                    "{}: maximum allocation size exceeded ({} bytes)",
-                    self.backing.name(),
-                    self.backing.max_allocation()
-                ),
-            };
-            log::error!("{e}");
-            return Err(e);
+            return Err(self.exceeds_maximum(size));
         }
         let own = self.index_of(stream);
         if let Some(a) = self.lists[own].list.take(size) {
@@ -241,18 +247,10 @@ impl<B: Backing> StreamOrdered<B> {
     /// Allocates a request of `bytes` (> 0): a block of
     /// [`Backing::block_size`] bytes, recorded as live with `bytes`.
     pub fn allocate_request(&mut self, bytes: usize, stream: CudaStreamView) -> Result<u64> {
-        let size = self.backing.block_size(bytes).ok_or_else(|| {
-            let e = Error::OutOfMemory {
-                requested: bytes,
-                reason: format!(
-                    "{}: maximum allocation size exceeded ({} bytes)",
-                    self.backing.name(),
-                    self.backing.max_allocation()
-                ),
-            };
-            log::error!("{e}");
-            e
-        })?;
+        let size = self
+            .backing
+            .block_size(bytes)
+            .ok_or_else(|| self.exceeds_maximum(bytes))?;
         let addr = self.allocate(size, stream)?;
         if let Some(live) = &mut self.live {
             if !live.insert(addr, bytes) {
