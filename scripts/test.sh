@@ -2,8 +2,9 @@
 # The project's test command (README "Quick start"): sets up what is missing,
 # then runs every test of the workspace, doc tests included, with each test
 # binary's tests in parallel. GPU tests run when a GPU is present and skip
-# otherwise (RMM_REQUIRE_GPU=1 turns skips into failures); the last line says
-# how many skipped, so a run without a GPU cannot read as a GPU pass.
+# otherwise (RMM_REQUIRE_GPU=1 turns skips into failures); the output ends
+# with a SKIPPED line (how many skipped, and where), so a run without a GPU
+# cannot read as a GPU pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
