@@ -31,6 +31,7 @@ use crate::device::{current_device, DeviceGuard, DeviceId};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
+use crate::pod::DevicePod;
 use crate::ptr::DevicePtr;
 use crate::stream::{CudaStreamView, StreamRef};
 
@@ -61,15 +62,53 @@ pub fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> Result<(
     r
 }
 
-/// Frees a staging box made by `write_value_async`; run by the driver as a
-/// stream host function.
-///
-/// # Safety
-/// `p` came from `Box::<T>::into_raw` and is freed exactly once.
-unsafe extern "C" fn free_staging<T>(p: *mut std::ffi::c_void) {
-    // SAFETY: forwarded contract. `T: Copy` has no destructor, so only the
-    // allocation is released.
-    drop(unsafe { Box::from_raw(p.cast::<T>()) });
+/// Largest value [`DeviceBuffer::write_value_async`] writes with memsets
+/// (at most 16 calls); larger ones take a synchronous copy.
+pub(crate) const MAX_ASYNC_VALUE_BYTES: usize = 64;
+
+/// One memset of [`memset_runs`]: `count` elements of `width` bytes (1 or 4)
+/// set to `value` at `dst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MemsetRun {
+    dst: u64,
+    value: u32,
+    width: usize,
+    count: usize,
+}
+
+/// Splits a write of `src` to device address `dst` into memsets: single
+/// bytes up to 4-byte alignment and at the tail, 4-byte words between, with
+/// equal neighbours of the same width merged into one run.
+fn memset_runs(dst: u64, src: &[u8]) -> Vec<MemsetRun> {
+    let mut runs: Vec<MemsetRun> = Vec::new();
+    let mut push = |dst: u64, value: u32, width: usize| match runs.last_mut() {
+        Some(last)
+            if last.width == width
+                && last.value == value
+                && last.dst + (last.count * width) as u64 == dst =>
+        {
+            last.count += 1
+        }
+        _ => runs.push(MemsetRun {
+            dst,
+            value,
+            width,
+            count: 1,
+        }),
+    };
+    let mut i = 0;
+    while i < src.len() {
+        let at = dst + i as u64;
+        if at.is_multiple_of(4) && src.len() - i >= 4 {
+            let word = u32::from_ne_bytes([src[i], src[i + 1], src[i + 2], src[i + 3]]);
+            push(at, word, 4);
+            i += 4;
+        } else {
+            push(at, u32::from(src[i]), 1);
+            i += 1;
+        }
+    }
+    runs
 }
 
 /// Checks a buffer alignment: a power of two (else [`Error::InvalidArgument`])
@@ -599,10 +638,15 @@ impl DeviceBuffer {
         self.after_foreign_use(stream)
     }
 
-    /// Copies `value` to byte `offset` in `stream` order without blocking:
-    /// the value is moved into a heap staging box that a host function
-    /// enqueued after the copy frees. Ordered both ways with the buffer's stream.
-    pub(crate) fn write_value_async<T: Copy>(
+    /// Writes `value` to byte `offset` in `stream` order without blocking
+    /// and without host memory that outlives the call: the bytes travel as
+    /// memset arguments (`cuMemsetD32Async` for aligned 4-byte words, runs of
+    /// equal words in one call, `cuMemsetD8Async` for the rest). Values over
+    /// [`MAX_ASYNC_VALUE_BYTES`] are copied and the stream is synchronised.
+    /// No host function is enqueued: host functions took part in every
+    /// two-GPU stall of the container tests (repro/README.md).
+    /// Ordered both ways with the buffer's stream.
+    pub(crate) fn write_value_async<T: DevicePod>(
         &self,
         offset: usize,
         value: T,
@@ -612,41 +656,23 @@ impl DeviceBuffer {
         if bytes == 0 {
             return Ok(());
         }
+        if bytes > MAX_ASYNC_VALUE_BYTES {
+            // SAFETY: `value` lives on this frame for the whole call, and
+            // write_raw synchronises the stream before returning.
+            return unsafe { self.write_raw(offset, (&value as *const T).cast(), bytes, stream) };
+        }
         self.check_range(offset, bytes)?;
         self.check_real("set element")?;
         let _g = self.guard()?;
         self.before_foreign_use(stream)?;
-        let staging: *mut T = Box::into_raw(Box::new(value));
-        // SAFETY: the destination lies inside the allocation (checked above);
-        // the staging box stays alive until the host function below frees it,
-        // which the stream runs only after the copy.
-        let copied = unsafe {
-            driver::memcpy_async(
-                self.ptr.offset(offset).addr(),
-                staging as u64,
-                bytes,
-                stream.as_raw(),
-            )
-        };
-        if let Err(e) = copied {
-            // SAFETY: the copy was not enqueued; the box is ours again.
-            drop(unsafe { Box::from_raw(staging) });
-            return Err(e);
-        }
-        // SAFETY: `free_staging::<T>` only frees the box it is given (no CUDA
-        // calls); the box stays valid until then.
-        let queued = unsafe { driver::launch_host_func(stream.as_raw(), free_staging::<T>, staging.cast()) };
-        if let Err(e) = queued {
-            // The stream cannot free the box: wait for the copy and free it here.
-            log::warn!("set element: cuLaunchHostFunc failed ({e}); synchronising instead");
-            match stream.synchronize() {
-                // SAFETY: the copy has completed; nothing else holds the box.
-                Ok(()) => drop(unsafe { Box::from_raw(staging) }),
-                Err(sync) => {
-                    log::error!("set element: leaking a {bytes}-byte staging box after {sync}");
-                    return Err(sync);
-                }
-            }
+        // SAFETY: `T: DevicePod` has no padding, so all its bytes are
+        // initialised; the slice borrows `value` for this call only.
+        let src = unsafe { std::slice::from_raw_parts((&value as *const T).cast::<u8>(), bytes) };
+        for run in memset_runs(self.ptr.offset(offset).addr(), src) {
+            // SAFETY: every run lies inside `offset..offset + bytes`, which is
+            // inside the allocation (checked above); the allocation outlives
+            // the memsets because its stream waits for `stream` below.
+            unsafe { driver::memset_async(run.dst, run.value, run.width, run.count, stream.as_raw())? };
         }
         self.after_foreign_use(stream)
     }
@@ -765,6 +791,61 @@ mod tests {
     use crate::mr::SimulatedMemoryResource;
 
     const S: CudaStreamView<'static> = CudaStreamView::DEFAULT;
+
+    /// Replays memset runs on a host image, the way the device applies them.
+    fn apply(runs: &[MemsetRun], base: u64, len: usize) -> Vec<u8> {
+        let mut img = vec![0xEEu8; len];
+        for r in runs {
+            for k in 0..r.count {
+                let at = (r.dst - base) as usize + k * r.width;
+                let b = r.value.to_ne_bytes();
+                img[at..at + r.width].copy_from_slice(&b[..r.width]);
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn memset_runs_rebuild_every_value_at_every_alignment() {
+        for len in 1..=MAX_ASYNC_VALUE_BYTES {
+            let src: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            for misalign in 0..4u64 {
+                let base = 0x7f00_0000_1000 + misalign;
+                let runs = memset_runs(base, &src);
+                assert_eq!(apply(&runs, base, len), src, "len {len} misalign {misalign}");
+                for r in &runs {
+                    assert!(r.width == 1 || (r.width == 4 && r.dst % 4 == 0), "{r:?}");
+                }
+                assert!(runs.len() <= 3 + len / 4 + 3, "{len}: {} runs", runs.len());
+            }
+        }
+    }
+
+    #[test]
+    fn memset_runs_merge_equal_neighbours() {
+        let runs = memset_runs(0x1000, &[0u8; 64]);
+        assert_eq!(
+            runs,
+            vec![MemsetRun {
+                dst: 0x1000,
+                value: 0,
+                width: 4,
+                count: 16
+            }]
+        );
+        let runs = memset_runs(0x1001, &[9u8; 3]);
+        assert_eq!(
+            runs,
+            vec![MemsetRun {
+                dst: 0x1001,
+                value: 9,
+                width: 1,
+                count: 3
+            }]
+        );
+        // 1.5f64 = 0x3FF8_0000_0000_0000: two different words, no merge.
+        assert_eq!(memset_runs(0x1000, &1.5f64.to_ne_bytes()).len(), 2);
+    }
 
     #[test]
     fn alignment_errors_are_distinct() {

@@ -108,7 +108,13 @@ fn primary_context(device: i32) -> Result<cu::CUcontext> {
             "device {device} does not exist (device count {count})"
         )));
     }
-    let table = PRIMARY.get_or_init(|| (0..count).map(|_| AtomicUsize::new(0)).collect());
+    let table = PRIMARY.get_or_init(|| {
+        let table: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+        if eager_contexts() {
+            retain_every_primary_context(&table);
+        }
+        table
+    });
     let slot = &table[device as usize];
     let known = slot.load(Ordering::Acquire);
     if known != 0 {
@@ -126,6 +132,30 @@ fn primary_context(device: i32) -> Result<cu::CUcontext> {
                 log::warn!("cuDevicePrimaryCtxRelease of device {device}: {e}");
             }
             Ok(theirs as cu::CUcontext)
+        }
+    }
+}
+
+/// Whether every device's primary context is made at the first use of
+/// any (the default; `RMM_LAZY_CONTEXTS=1` makes each at its first use).
+/// On two H200s (driver 580.159) a context made while other threads work on
+/// another device took part in stalls of the container tests (repro/README.md).
+fn eager_contexts() -> bool {
+    !matches!(std::env::var("RMM_LAZY_CONTEXTS").as_deref(), Ok("1"))
+}
+
+/// Retains the primary context of every device into `table`, once, before
+/// any other driver work of ours can run (the table is still being built).
+fn retain_every_primary_context(table: &[AtomicUsize]) {
+    for (ordinal, slot) in table.iter().enumerate() {
+        let mut dev = 0;
+        let mut ctx: cu::CUcontext = std::ptr::null_mut();
+        let retained = call!(cuDeviceGet(&mut dev, ordinal as i32))
+            .and_then(|()| call!(cuDevicePrimaryCtxRetain(&mut ctx, dev)));
+        match retained {
+            Ok(()) => slot.store(ctx as usize, Ordering::Release),
+            // Left for the lazy path, which reports the error to its caller.
+            Err(e) => log::warn!("retaining device {ordinal}'s primary context: {e}"),
         }
     }
 }
@@ -581,23 +611,6 @@ pub unsafe fn memset_async(
             "memset element size {n} (must be 1, 2 or 4)"
         ))),
     }
-}
-
-/// Enqueues a host function on `stream` (`cuLaunchHostFunc`): the driver
-/// calls `f(user_data)` on one of its threads once all earlier work of the
-/// stream has finished; later work waits for it to return.
-///
-/// # Safety
-/// `f` may be called from another thread with `user_data`, must not call
-/// CUDA, and `user_data` must stay valid until it runs. If the stream hits an
-/// error first, `f` may never run.
-pub unsafe fn launch_host_func(
-    stream: usize,
-    f: unsafe extern "C" fn(*mut c_void),
-    user_data: *mut c_void,
-) -> Result<()> {
-    ensure_context()?;
-    call!(cuLaunchHostFunc(stream as cu::CUstream, Some(f), user_data))
 }
 
 /// Prefetches managed memory to `device` (`cuMemPrefetchAsync`).

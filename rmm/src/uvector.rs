@@ -409,11 +409,11 @@ impl<T: DevicePod> DeviceUvector<T> {
 
     /// Writes `value` to element `i` in `stream` order, without waiting.
     ///
-    /// Unlike RMM, the host value need not outlive the call: it is moved
-    /// into a small heap staging box that the stream frees itself (through a
-    /// host function enqueued after the copy), so the call is safe for any
-    /// `T`. If the stream fails before reaching that point the box (one `T`)
-    /// is leaked rather than freed early.
+    /// Unlike RMM, the host value need not outlive the call: values of up
+    /// to 64 bytes travel as memset arguments (one `cuMemsetD32Async` per
+    /// run of equal aligned words, `cuMemsetD8Async` for unaligned bytes), so
+    /// no host memory is read after the call returns and no host function
+    /// runs. Larger values are copied and `stream` is synchronised.
     ///
     /// # Errors
     /// As [`element`](Self::element).

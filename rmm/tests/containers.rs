@@ -393,6 +393,11 @@ fn gpu_uvector_elements_of_many_types() {
         element_ops(name, &mr, &w3, [u32::MAX, 5, 6], sv);
         let q5: Vec<[u64; 5]> = (0..50u64).map(|i| [i + 1, 2, 3, 4, i + 5]).collect();
         element_ops(name, &mr, &q5, [7; 5], sv);
+        // 68 and 65 bytes: over the memset limit, written by a synchronous copy.
+        let w17: Vec<[u32; 17]> = (0..40u32).map(|i| [i + 1; 17]).collect();
+        element_ops(name, &mr, &w17, std::array::from_fn(|k| k as u32 * 3 + 1), sv);
+        let b65: Vec<[u8; 65]> = (0..40u8).map(|i| [i | 1; 65]).collect();
+        element_ops(name, &mr, &b65, std::array::from_fn(|k| k as u8 ^ 0x5A), sv);
     }
 }
 
