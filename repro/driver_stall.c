@@ -43,6 +43,13 @@
  *              calls go to the per-thread default stream, joined to the legacy
  *              stream with events both ways (legacy waits after the allocation,
  *              the free waits for legacy), and the block is written on legacy
+ *   f as F with one pool per thread made once and kept (as rmm keeps a resource's pool)
+ *   g as F with one pool shared by every thread, made once (rmm's default cuda_async)
+ *   x two devices, as the container test with device 1 current does: device 1's
+ *              primary context (the first thread to get here makes it), a
+ *              pageable copy and sync on device 1, then device 0 made current
+ *              for a pageable copy from device 0 memory on the thread's stream
+ *              and a managed allocation freed, device 1 current in between
  * REPRO_LATE_CTX_MS=N (environment): after N ms, thread 0 creates device 1's
  *   primary context (first use of device 1 in the process), allocates,
  *   writes and frees plain and managed memory there, and returns to device
@@ -72,6 +79,20 @@ static volatile long progress[256];
 static volatile const char *where[256];
 
 static void CUDA_CB host_fn(void *p) { free(p); }
+static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext ctx1;        /* device 1, made by the first 'x' */
+static CUmemoryPool shared_pool; /* mix 'g', made by main */
+
+static CUmemoryPool make_pool(void) {
+  CUmemPoolProps props; memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
+  CUmemoryPool pool; CK(cuMemPoolCreate(&pool, &props));
+  cuuint64_t thr = ~0ull; CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+  return pool;
+}
+
+/* F's legacy-stream pattern over a pool that outlives the call. */
+static void legacy_joined(int t, CUmemoryPool pool, CUdeviceptr *pp);
 
 struct child_arg { int t; int per_thread; };
 static void *child(void *arg) {
@@ -311,6 +332,38 @@ static void *worker(void *arg) {
       where[t] = "F: cuMemFreeAsync(per-thread)"; CK(cuMemFreeAsync(p, CU_STREAM_PER_THREAD));
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
       break; }
+    case 'f': {
+      static __thread CUmemoryPool own; if (!own) own = make_pool();
+      legacy_joined(t, own, &p);
+      break; }
+    case 'g':
+      legacy_joined(t, shared_pool, &p);
+      break;
+    case 'x': {
+      pthread_mutex_lock(&once_lock);
+      if (!ctx1) {
+        CUdevice d1; where[t] = "x: cuDevicePrimaryCtxRetain(1)";
+        CK(cuDeviceGet(&d1, 1)); CK(cuDevicePrimaryCtxRetain(&ctx1, d1));
+      }
+      pthread_mutex_unlock(&once_lock);
+      CUdeviceptr q, m;
+      where[t] = "x: cuCtxSetCurrent(1)"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "x: cuMemAlloc(dev 1)"; CK(cuMemAlloc(&q, 4096));
+      where[t] = "x: cuMemcpyAsync(pageable->dev 1)"; CK(cuMemcpyAsync(q, (CUdeviceptr)host, 4096, CU_STREAM_PER_THREAD));
+      where[t] = "x: cuStreamSynchronize(dev 1)"; CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+      where[t] = "x: cuCtxSetCurrent(0)"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "x: cuMemAllocManaged"; CK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
+      where[t] = "x: cuMemAlloc(dev 0)"; CK(cuMemAlloc(&p, 4096));
+      where[t] = "x: cuMemcpyAsync(dev 0->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, p, 4096, s));
+      where[t] = "x: cuStreamSynchronize(dev 0)"; CK(cuStreamSynchronize(s));
+      where[t] = "x: cuCtxSetCurrent(1) again"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "x: cuCtxSetCurrent(0) again"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "x: cuMemFree(managed)"; CK(cuMemFree(m));
+      where[t] = "x: cuMemFree(dev 0)"; CK(cuMemFree(p));
+      where[t] = "x: cuCtxSetCurrent(1) for free"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "x: cuMemFree(dev 1)"; CK(cuMemFree(q));
+      where[t] = "x: cuCtxSetCurrent(0) at end"; CK(cuCtxSetCurrent(ctx));
+      break; }
     case 'P': {
       void *h; where[t] = "cuMemHostAlloc"; CK(cuMemHostAlloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
       where[t] = "cuMemsetD8Async(pinned)"; CK(cuMemsetD8Async((CUdeviceptr)h, 7, bytes, s));
@@ -324,6 +377,22 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+static void legacy_joined(int t, CUmemoryPool pool, CUdeviceptr *pp) {
+  CUevent e;
+  where[t] = "f: cuMemAllocFromPoolAsync(per-thread)"; CK(cuMemAllocFromPoolAsync(pp, 4096, pool, CU_STREAM_PER_THREAD));
+  where[t] = "f: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  where[t] = "f: cuEventRecord(per-thread)"; CK(cuEventRecord(e, CU_STREAM_PER_THREAD));
+  where[t] = "f: cuStreamWaitEvent(legacy)"; CK(cuStreamWaitEvent(CU_STREAM_LEGACY, e, 0));
+  where[t] = "f: cuEventDestroy"; CK(cuEventDestroy(e));
+  where[t] = "f: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(*pp, 7, 4096, CU_STREAM_LEGACY));
+  where[t] = "f: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+  where[t] = "f: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  where[t] = "f: cuEventRecord(legacy)"; CK(cuEventRecord(e, CU_STREAM_LEGACY));
+  where[t] = "f: cuStreamWaitEvent(per-thread)"; CK(cuStreamWaitEvent(CU_STREAM_PER_THREAD, e, 0));
+  where[t] = "f: cuEventDestroy"; CK(cuEventDestroy(e));
+  where[t] = "f: cuMemFreeAsync(per-thread)"; CK(cuMemFreeAsync(*pp, CU_STREAM_PER_THREAD));
+}
+
 int main(int argc, char **argv) {
   nthreads = argc > 1 ? atoi(argv[1]) : 16;
   int seconds = argc > 2 ? atoi(argv[2]) : 20;
@@ -334,6 +403,7 @@ int main(int argc, char **argv) {
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
   CK(cuStreamCreate(&shared_stream, CU_STREAM_DEFAULT));
+  if (strchr(kinds, 'g')) shared_pool = make_pool();
   pthread_t th[256];
   for (int t = 0; t < nthreads; t++) pthread_create(&th[t], NULL, worker, (void *)(long)t);
   long last[256] = {0}; time_t last_change[256];

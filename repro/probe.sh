@@ -5,7 +5,7 @@
 # Usage (repo root, with .gpu-bundle/ or .gpu-bundle.tgz and .eu/ carried):
 #   bash repro/probe.sh "resources:5 containers:3 adaptors:3" "MDAHCSP DAHCSP M"
 set -u
-runs=${1:-"resources:5 containers:3 adaptors:3"}
+runs=${1-"resources:5 containers:3 adaptors:3"}
 mixes=${2-"MDAHCSP DAHCSP W U"}
 out=${OUT:-/tmp/probe-out}; mkdir -p "$out/p"
 log="$out/summary.txt"

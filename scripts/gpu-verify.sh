@@ -8,8 +8,9 @@
 #   bash scripts/gpu-verify.sh racecheck  # racecheck on the kernels (tiny sizes)
 #   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy
 #   bash scripts/gpu-verify.sh demo       # the demo on the GPU and the criterion micro benchmarks
-#   bash scripts/gpu-verify.sh trust      # the driver-only stall mixes (F, W control, late
-#                                         # device-1 context with 2 GPUs), then `tests`
+#   bash scripts/gpu-verify.sh mixes      # the driver-only stall mixes (REPRO_MIXES, and with
+#                                         # 2 GPUs REPRO_MIXES2), see repro/README.md
+#   bash scripts/gpu-verify.sh trust      # mixes, then tests
 #   bash scripts/gpu-verify.sh repeat     # resources, containers, adaptors REPEAT times each
 #                                         # (default 20), parallel tests, stacks of any stall
 #   bash scripts/gpu-verify.sh all        # tests, memcheck, racecheck, bench, in that order
@@ -54,23 +55,30 @@ step() {
       race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
       race_sort 32pairs "each_kernel_once_pairs_u32" || status=1
       race_sort 32keys "each_kernel_once_keys_u32" || status=1 ;;
+    mixes)
+      # The driver-only stall mixes of repro/driver_stall.c (see repro/README.md);
+      # the two-device mixes only with two GPUs.
+      mkdir -p "${OUT:-.gpu-bench}"
+      m=${REPRO_MIXES:-"F f g LQ W"}
+      [ "$gpus" -ge 2 ] && m="$m ${REPRO_MIXES2:-x MDHqx MDx}"
+      OUT=${OUT:-.gpu-bench}/repro REPRO_THREADS=32 REPRO_S=8 bash repro/probe.sh "" "$m" || status=1 ;;
     trust)
       # carry .eu (elfutils' eu-stack) for thread dumps of a stall
       [ -x .eu/eu-stack ] && export RMM_EU_STACK=$PWD/.eu/eu-stack
-      mkdir -p "${OUT:-.gpu-bench}"
-      OUT=${OUT:-.gpu-bench}/repro REPRO_THREADS=32 bash repro/probe.sh "" "F FDACS W" || status=1
-      if [ "$gpus" -ge 2 ]; then
-        for i in 1 2 3; do
-          REPRO_LATE_CTX_MS=2000 timeout -k 5 30 /tmp/driver_stall 32 8 MDAHq 8 \
-            | tee -a "${OUT:-.gpu-bench}/late-context.txt" | grep -E "^(OK|STALL)"
-        done
-      fi
+      step mixes
       step tests ;;
     repeat)
+      # resources, containers and adaptors REPEAT times in a row each, the
+      # three sequences side by side (more pressure than one at a time, and
+      # a third of the wall time); a run that outlives STALL_S is a stall.
       n=${REPEAT:-20}
-      OUT=${OUT:-.gpu-bench} bash repro/probe.sh "resources:$n containers:$n adaptors:$n" "" || status=1
-      grep -q STALLED "${OUT:-.gpu-bench}/summary.txt" && status=1
-      grep -E "rc=[1-9]" "${OUT:-.gpu-bench}/summary.txt" && status=1 ;;
+      for b in resources containers adaptors; do
+        OUT=${OUT:-.gpu-bench}/repeat-$b STALL_S=${STALL_S:-60} bash repro/probe.sh "$b:$n" "" >/dev/null 2>&1 &
+      done
+      wait
+      cat "${OUT:-.gpu-bench}"/repeat-*/summary.txt | grep -v "^NVIDIA" | awk '{print $1, $4}' | sort | uniq -c
+      if grep -q STALLED "${OUT:-.gpu-bench}"/repeat-*/summary.txt; then status=1; fi
+      if grep -qE "rc=[1-9]" "${OUT:-.gpu-bench}"/repeat-*/summary.txt; then status=1; fi ;;
     bench)
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
       bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1 ;;
@@ -96,7 +104,7 @@ step() {
       else
         for s in tests memcheck racecheck demo; do step "$s"; done
       fi ;;
-    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|demo|sanitizers|all)" >&2; exit 2 ;;
+    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|demo|mixes|trust|repeat|sanitizers|all)" >&2; exit 2 ;;
   esac
 }
 if [ "${1:-all}" = all ]; then
