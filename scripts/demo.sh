@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo run --release --quiet --bin rmm-demo -- "$@"
+cargo run --release --quiet -p rmm-tools --bin rmm-demo -- "$@"

@@ -12,7 +12,6 @@
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
-//! | [`report`] | benchmark charts and memory timelines (CPU only; the `rmm-report` binary) |
 //! | [`sequence`] | iota: `init + i * step` |
 //! | [`reduce`] | sum, min, max to a host value |
 //! | [`scan`] | exclusive prefix sum |
@@ -27,7 +26,6 @@ pub mod fill;
 pub mod kernels;
 pub mod numeric;
 pub mod reduce;
-pub mod report;
 pub mod scan;
 pub mod sequence;
 pub mod sort;

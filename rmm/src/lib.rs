@@ -11,7 +11,7 @@
 //! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
 //! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
 //! | Debug log through the `log` facade | [`logger`] |
-//! | Replaying a memory-event log | [`replay`], binary `rmm-replay` |
+//! | Replaying a memory-event log | [`replay`] (the `rmm-replay` program is in `tools/`) |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Element types of the typed containers (every bit pattern valid) | [`DevicePod`] |

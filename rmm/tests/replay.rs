@@ -1,6 +1,6 @@
 //! The replay tool: logs written by `LoggingAdaptor` replayed over the
 //! simulated resource (round trips), an RMM-format fixture, fragmentation
-//! reports and the `rmm-replay` binary.
+//! reports (the `rmm-replay` program is tested in tools/tests/replay.rs).
 
 mod common;
 
@@ -21,20 +21,6 @@ const FIXTURE: &str = include_str!("data/rmm_log.csv");
 
 fn fixture_events() -> Vec<Event> {
     parse_log(FIXTURE.as_bytes()).unwrap()
-}
-
-/// The `rmm-replay` binary: where cargo built it, or next to this test
-/// binary's directory when the binaries were moved together.
-fn replay_binary() -> Option<std::path::PathBuf> {
-    let built = std::path::PathBuf::from(env!("CARGO_BIN_EXE_rmm-replay"));
-    if built.exists() {
-        return Some(built);
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join("rmm-replay"), dir.parent()?.join("rmm-replay")]
-        .into_iter()
-        .find(|p| p.exists())
 }
 
 fn temp_path(name: &str) -> std::path::PathBuf {
@@ -307,54 +293,6 @@ fn fragmentation_at_peak() {
     // Leaked blocks (B and D) were freed: everything coalesced again.
     assert_eq!(report.leaked_allocations, 2);
     assert_eq!(mr.free_block_stats().unwrap().free_blocks, 1);
-}
-
-#[test]
-fn replay_binary_runs_the_fixture() {
-    let Some(bin) = replay_binary() else {
-        // Only where the test binary was shipped without the tool (a GPU bundle).
-        rmm::testing::report_skip("replay_binary_runs_the_fixture", "rmm-replay binary not found");
-        return;
-    };
-    let log = temp_path("fixture.csv");
-    std::fs::write(&log, FIXTURE).unwrap();
-    let out = std::process::Command::new(&bin)
-        .args([
-            "--file",
-            log.to_str().unwrap(),
-            "--resource",
-            "simulated",
-            "--size",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("events:                 10 on 3 thread(s)"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("peak:                   2004608 bytes"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("fragmentation at peak:  n/a"), "{stdout}");
-
-    let bad = std::process::Command::new(&bin)
-        .args(["--file", log.to_str().unwrap(), "--resource", "nope"])
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown resource"));
-
-    let missing = std::process::Command::new(&bin).output().unwrap();
-    assert_eq!(missing.status.code(), Some(2), "no --file is a usage error");
-    std::fs::remove_file(&log).unwrap();
 }
 
 #[test]

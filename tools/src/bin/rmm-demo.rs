@@ -28,23 +28,24 @@
 //! resource and phase), `ns_per_op.svg` (bar chart), `pool_events.csv` (the
 //! event log of a second, untimed pool run wrapped in a `LoggingAdaptor`) and
 //! `pool_timeline.svg` (that log rendered as a memory timeline). Charts come
-//! from `rmm_suite::report`. Failed allocations are counted, never fatal.
+//! from `rmm_tools::report`. Failed allocations are counted, never fatal.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
     LoggingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
 };
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
-use rmm_suite::report::charts::{alloc_chart_svg, alloc_points};
-use rmm_suite::report::csv::{read_memlog_file, AllocRow};
-use rmm_suite::report::timeline::{render_svg, Timeline, TimelineOptions};
-use rmm_suite::report::{human_bytes, write_text, ReportError};
+use rmm_tools::report::charts::{alloc_chart_svg, alloc_points};
+use rmm_tools::report::csv::{read_memlog_file, AllocRow};
+use rmm_tools::report::timeline::{render_svg, Timeline, TimelineOptions};
+use rmm_tools::report::{human_bytes, write_text, ReportError};
 
 /// One kibibyte.
 const KIB: usize = 1 << 10;
@@ -75,61 +76,31 @@ const PHASE_PARAMS: [&str; 4] = [
 /// Header of `results.csv`.
 const CSV_HEADER: &str = "impl,resource,workload,params,seconds,ns_per_op,failed";
 
-/// The help text.
-const USAGE: &str = "\
-usage: rmm-demo [--steps N] [--out DIR] [--simulated]
-  --steps N     workload steps (allocations) per resource, default 200000
-                (cudaMalloc runs at most 10000: each call costs tens of microseconds)
-  --out DIR     folder for results.csv, ns_per_op.svg, pool_events.csv and
-                pool_timeline.svg (default demo-out)
-  --simulated   run over the simulated resource even when a GPU is present";
-
-/// Command-line options.
+/// The allocator demo: one mixed workload (scratch bursts, large held
+/// buffers, random churn) over several memory resources, timed, with a
+/// summary table, a CSV and charts. Without a GPU it says so and runs over
+/// the simulated resource.
+#[derive(Parser, Debug)]
+#[command(name = "rmm-demo", version)]
 struct Args {
+    /// Workload steps (allocations) per resource (cudaMalloc runs at most
+    /// 10000: each call costs tens of microseconds).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_STEPS, value_parser = positive_steps)]
     steps: usize,
+    /// Folder for results.csv, ns_per_op.svg, pool_events.csv and pool_timeline.svg.
+    #[arg(long, value_name = "DIR", default_value = "demo-out")]
     out: PathBuf,
+    /// Run over the simulated resource even when a GPU is present.
+    #[arg(long)]
     simulated: bool,
 }
 
-/// Parses the command line; `Ok(None)` means help was asked for.
-fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
-    let mut parsed = Args {
-        steps: DEFAULT_STEPS,
-        out: PathBuf::from("demo-out"),
-        simulated: false,
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let (flag, inline) = match args[i].split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (args[i].as_str(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "--steps" => {
-                let v = value()?;
-                parsed.steps = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--steps: `{v}` is not a positive whole number"))?;
-            }
-            "--out" => parsed.out = PathBuf::from(value()?),
-            "--simulated" if inline.is_none() => parsed.simulated = true,
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-        i += 1;
-    }
-    Ok(Some(parsed))
+/// A positive whole number of steps.
+fn positive_steps(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{text}` is not a positive whole number"))
 }
 
 /// SplitMix64 (the generator of the anchors' workloads).
@@ -757,18 +728,7 @@ fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<Pa
 
 /// Runs the demo: 0 on success, 1 when results could not be written, 2 on a usage error.
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("rmm-demo: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     let (target, sizes) = choose_target(&args);
     let candidates = if target.is_gpu() {
         gpu_candidates(args.steps, sizes)
@@ -863,24 +823,26 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     /// Parses string literals as arguments.
-    fn args(list: &[&str]) -> Result<Option<Args>, String> {
-        parse_args(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    fn args(list: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("rmm-demo").chain(list.iter().copied()))
     }
 
     #[test]
     fn arguments() {
-        let a = args(&[]).unwrap().unwrap();
+        Args::command().debug_assert();
+        let a = args(&[]).unwrap();
         assert_eq!(
             (a.steps, a.out, a.simulated),
             (DEFAULT_STEPS, PathBuf::from("demo-out"), false)
         );
-        let a = args(&["--steps", "7", "--out=x/y", "--simulated"])
-            .unwrap()
-            .unwrap();
+        let a = args(&["--steps", "7", "--out=x/y", "--simulated"]).unwrap();
         assert_eq!((a.steps, a.out, a.simulated), (7, PathBuf::from("x/y"), true));
-        assert!(args(&["--help"]).unwrap().is_none());
+        let help = args(&["--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--simulated"));
         for bad in [
             &["--steps"][..],
             &["--steps", "0"],

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use rmm_suite::report::csv::{parse_alloc_csv, parse_memlog};
+use rmm_tools::report::csv::{parse_alloc_csv, parse_memlog};
 
 /// A fresh, empty folder under the system temp folder, removed on drop.
 struct TempDir(PathBuf);

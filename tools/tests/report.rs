@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rmm_suite::report::charts::{
+use rmm_tools::report::charts::{
     alloc_points, alloc_ratios, kernel_ratios, write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY,
 };
-use rmm_suite::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog, Action};
-use rmm_suite::report::timeline::{render_svg, AddressMap, ColorBy, Timeline, TimelineOptions, XAxis};
-use rmm_suite::report::ReportError;
+use rmm_tools::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog, Action};
+use rmm_tools::report::timeline::{render_svg, AddressMap, ColorBy, Timeline, TimelineOptions, XAxis};
+use rmm_tools::report::ReportError;
 
 /// A fresh, empty folder under the system temp folder, removed on drop.
 struct TempDir(PathBuf);
@@ -645,4 +645,31 @@ fn binary_reports_errors_with_exit_codes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.csv"));
+}
+
+#[test]
+fn binary_has_help_version_and_refuses_unknown_options() {
+    let out = report_binary().args(["timeline", "--help"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for flag in ["--log", "--out", "--x", "--color", "--max-rects", "--full-span"] {
+        assert!(stdout.contains(flag), "timeline --help lacks {flag}: {stdout}");
+    }
+    let out = report_binary().args(["charts", "--help"]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("--kernels"));
+    let out = report_binary().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("rmm-report "));
+    let out = report_binary()
+        .args(["timeline", "--log", "x.csv", "--out", "y.svg", "--sideways"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sideways"));
+    let out = report_binary().arg("plot").output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown subcommand is a usage error"
+    );
 }

@@ -1,0 +1,21 @@
+//! # rmm-tools: the programs around the `rmm` crate
+//!
+//! The library crates hold no program code; this package holds the programs
+//! and what only they need:
+//!
+//! | Program | What |
+//! |---|---|
+//! | `rmm-demo` | the allocator demo (`bash scripts/demo.sh`): a mixed workload over several resources, a table, a CSV and charts |
+//! | `rmm-report` | benchmark charts (`charts`) and memory timelines (`timeline`) as SVG |
+//! | `rmm-replay` | replays a memory-event log against resources made by name |
+//!
+//! | Module | What |
+//! |---|---|
+//! | [`report`] | CSV readers, charts and the memory timeline behind `rmm-report` and `rmm-demo` |
+//!
+//! The memory-event log parser and the resource-by-name factory live in the
+//! `rmm` library (`rmm::replay`), since the replay engine there uses them too.
+
+#![forbid(unsafe_code)]
+
+pub mod report;
