@@ -2,11 +2,8 @@
 //! `log_parser`).
 //!
 //! A log is the CSV that [`LoggingAdaptor`](crate::mr::LoggingAdaptor) or
-//! RMM's `logging_resource_adaptor` writes: a header naming at least the
-//! columns `Thread`, `Action`, `Pointer` and `Size` (in any order; `Time` and
-//! `Stream` are optional), then one event per line. [`parse_log`] is tolerant:
-//! spaces around fields, CRLF line ends, blank lines, thread ids of any
-//! width (RMM writes OS thread ids), pointers as `0x...`, `(nil)` or decimal.
+//! RMM's `logging_resource_adaptor` writes; [`memlog`] is its one parser
+//! (here and in `rmm-report timeline`), and [`parse_log`] returns its events.
 //!
 //! [`replay`] runs the events against a resource with one thread per logged
 //! thread, each doing its own events, and a shared event index with a
@@ -44,121 +41,18 @@ use crate::mr::{
 };
 use crate::ptr::DevicePtr;
 
-/// What a log line records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// A successful allocation.
-    Allocate,
-    /// A failed allocation (pointer `(nil)`); not replayed.
-    AllocateFailure,
-    /// A free.
-    Free,
-}
+pub mod memlog;
 
-/// One parsed log line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Event {
-    /// The logged thread, renumbered densely from 0 in order of appearance.
-    pub thread: usize,
-    /// What happened.
-    pub action: Action,
-    /// The logged address (0 for `(nil)`).
-    pub pointer: u64,
-    /// The requested size in bytes.
-    pub size: usize,
-    /// The logged stream handle (0 when the log has no `Stream` column).
-    pub stream: u64,
-}
+pub use memlog::{Action, Event, LogError, MemoryLog};
 
-fn bad(line: usize, what: String) -> Error {
-    Error::InvalidArgument(format!("memory log line {line}: {what}"))
-}
-
-fn parse_u64(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16).ok();
-    }
-    match s {
-        "(nil)" | "nil" | "(null)" | "null" | "nullptr" => Some(0),
-        _ => s.parse().ok(),
-    }
-}
-
-/// Parses a memory-event log (see the module docs).
+/// Parses a memory-event log into its events ([`memlog::read`] keeps the
+/// thread names and the skipped-line count too).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the line for a missing header or
-/// column, an unknown action or a malformed number; [`Error::Logic`] for a
-/// read error.
+/// [`Error::InvalidArgument`] naming the line for anything malformed (see
+/// [`memlog`]); [`Error::Logic`] for a read error.
 pub fn parse_log(reader: impl BufRead) -> Result<Vec<Event>> {
-    let mut lines = reader.lines().enumerate();
-    let header = loop {
-        match lines.next() {
-            None => return Err(bad(1, "empty log: no header".into())),
-            Some((i, line)) => {
-                let line = line.map_err(|e| Error::Logic(format!("reading the memory log: {e}")))?;
-                if !line.trim().is_empty() {
-                    break (i + 1, line);
-                }
-            }
-        }
-    };
-    let columns: Vec<String> = header
-        .1
-        .split(',')
-        .map(|c| c.trim().to_ascii_lowercase())
-        .collect();
-    let find = |name: &str| columns.iter().position(|c| c == name);
-    let col = |name: &str| find(name).ok_or_else(|| bad(header.0, format!("header has no {name:?} column")));
-    let (c_thread, c_action, c_pointer, c_size) =
-        (col("thread")?, col("action")?, col("pointer")?, col("size")?);
-    let c_stream = find("stream");
-    let mut threads: HashMap<String, usize> = HashMap::new();
-    let mut events = Vec::new();
-    for (i, line) in lines {
-        let n = i + 1;
-        let line = line.map_err(|e| Error::Logic(format!("reading the memory log: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let field = |c: usize| {
-            fields
-                .get(c)
-                .copied()
-                .ok_or_else(|| bad(n, format!("{} fields, expected {}", fields.len(), columns.len())))
-        };
-        let next_id = threads.len();
-        let thread = *threads.entry(field(c_thread)?.to_string()).or_insert(next_id);
-        let action = match field(c_action)?.to_ascii_lowercase().as_str() {
-            "allocate" => Action::Allocate,
-            "allocate failure" | "allocate_failure" => Action::AllocateFailure,
-            "free" => Action::Free,
-            other => return Err(bad(n, format!("unknown action {other:?}"))),
-        };
-        let pointer = field(c_pointer)?;
-        let pointer = parse_u64(pointer).ok_or_else(|| bad(n, format!("bad pointer {pointer:?}")))?;
-        let size = field(c_size)?;
-        let size = size
-            .parse::<usize>()
-            .map_err(|_| bad(n, format!("bad size {size:?}")))?;
-        let stream = match c_stream {
-            Some(c) => {
-                let s = field(c)?;
-                parse_u64(s).ok_or_else(|| bad(n, format!("bad stream {s:?}")))?
-            }
-            None => 0,
-        };
-        events.push(Event {
-            thread,
-            action,
-            pointer,
-            size,
-            stream,
-        });
-    }
-    Ok(events)
+    memlog::read(reader).map(|log| log.events)
 }
 
 /// What a replay measured.
@@ -487,63 +381,6 @@ fn simulated_pool(size: usize) -> Result<PoolMemoryResource<SimulatedMemoryResou
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tolerant_parsing() {
-        let log = "\n  Pointer , Thread,Action , Size\r\n\
-                   0x7F00,  140234567890123 , allocate, 10\r\n\
-                   \n\
-                   (nil),42,allocate failure,99\n\
-                   0x7f00,140234567890123,free,10\n";
-        let ev = parse_log(log.as_bytes()).unwrap();
-        assert_eq!(
-            ev,
-            vec![
-                Event {
-                    thread: 0,
-                    action: Action::Allocate,
-                    pointer: 0x7f00,
-                    size: 10,
-                    stream: 0
-                },
-                Event {
-                    thread: 1,
-                    action: Action::AllocateFailure,
-                    pointer: 0,
-                    size: 99,
-                    stream: 0
-                },
-                Event {
-                    thread: 0,
-                    action: Action::Free,
-                    pointer: 0x7f00,
-                    size: 10,
-                    stream: 0
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn parse_errors_name_the_line() {
-        let no_header = parse_log("".as_bytes()).unwrap_err();
-        assert!(no_header.to_string().contains("no header"), "{no_header}");
-        let missing = parse_log("Thread,Time,Action,Size\n".as_bytes()).unwrap_err();
-        assert!(missing.to_string().contains("\"pointer\""), "{missing}");
-        let head = "Thread,Time,Action,Pointer,Size,Stream\n";
-        let e = parse_log(format!("{head}1,t,allocate,0x10,1,0x0\n1,t,realloc,0x10,1,0x0\n").as_bytes())
-            .unwrap_err();
-        assert!(
-            e.to_string().contains("line 3") && e.to_string().contains("realloc"),
-            "{e}"
-        );
-        let e = parse_log(format!("{head}1,t,allocate,0xzz,1,0x0\n").as_bytes()).unwrap_err();
-        assert!(e.to_string().contains("bad pointer"), "{e}");
-        let e = parse_log(format!("{head}1,t,allocate,0x10,-1,0x0\n").as_bytes()).unwrap_err();
-        assert!(e.to_string().contains("bad size"), "{e}");
-        let e = parse_log(format!("{head}1,t,allocate\n").as_bytes()).unwrap_err();
-        assert!(e.to_string().contains("3 fields"), "{e}");
-    }
 
     #[test]
     fn unknown_resource_is_an_error() {

@@ -96,7 +96,7 @@ fn check_outputs(out: &Path, resources: &[&str]) {
     let log = std::fs::read_to_string(out.join("pool_events.csv")).expect("pool_events.csv");
     let events = parse_memlog(&log, "pool_events.csv")
         .expect("event log parses")
-        .rows;
+        .events;
     assert!(events.len() > 1000, "{} events", events.len());
 }
 

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rmm::replay::Action;
 use rmm_tools::report::charts::{
     alloc_points, alloc_ratios, kernel_ratios, write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY,
 };
-use rmm_tools::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog, Action};
+use rmm_tools::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog};
 use rmm_tools::report::timeline::{render_svg, AddressMap, ColorBy, Timeline, TimelineOptions, XAxis};
 use rmm_tools::report::ReportError;
 
@@ -138,22 +139,22 @@ fn parses_kernel_csv() {
 #[test]
 fn parses_rmm_memory_log() {
     let log = parse_memlog(RMM_LOG, "rmm.log").unwrap();
-    assert_eq!(log.rows.len(), 8);
-    let first = &log.rows[0];
-    assert_eq!(first.thread, "140281948427072");
+    assert_eq!(log.events.len(), 8);
+    let first = &log.events[0];
+    assert_eq!(log.threads[first.thread], "140281948427072");
     assert_eq!(first.action, Action::Allocate);
-    assert_eq!(first.pointer, Some(0x7f12_a400_1000));
+    assert_eq!(first.pointer, 0x7f12_a400_1000);
     assert_eq!(first.size, 100);
-    assert_eq!(first.stream, "0x5601d2c3e2a0");
+    assert_eq!(first.stream, 0x5601_d2c3_e2a0);
     assert_eq!(first.time, Some(12.0 * 3600.0));
     assert_eq!(first.line, 2);
-    let failure = &log.rows[4];
+    let failure = &log.events[4];
     assert_eq!(failure.action, Action::AllocateFailure);
-    assert_eq!(failure.pointer, None);
+    assert_eq!(failure.pointer, 0);
     assert_eq!(failure.size, 1000);
-    assert_eq!(failure.thread, "18446744073709551615");
+    assert_eq!(log.threads[failure.thread], "18446744073709551615");
     assert!((failure.time.unwrap() - (43200.0 + 40e-6)).abs() < 1e-9);
-    assert_eq!(log.rows[3].action, Action::Free);
+    assert_eq!(log.events[3].action, Action::Free);
 }
 
 #[test]
@@ -165,16 +166,16 @@ fn memory_log_variants_are_tolerated() {
         Thread,Time,Action,Pointer,Size,Stream\n\
         7,09:00:02.0,free,0x10000,256,0x0\n";
     let log = parse_memlog(text, "mixed.log").unwrap();
-    assert_eq!(log.rows.len(), 2);
-    assert_eq!(log.rows[0].pointer, Some(0x10000));
-    assert_eq!(log.rows[0].time, Some(9.0 * 3600.0 + 1.5));
-    assert_eq!(log.rows[1].action, Action::Free);
+    assert_eq!(log.events.len(), 2);
+    assert_eq!(log.events[0].pointer, 0x10000);
+    assert_eq!(log.events[0].time, Some(9.0 * 3600.0 + 1.5));
+    assert_eq!(log.events[1].action, Action::Free);
 }
 
 #[test]
 fn timeline_statistics_match_a_hand_computed_log() {
     let log = parse_memlog(RMM_LOG, "rmm.log").unwrap();
-    let tl = Timeline::from_events(&log.rows);
+    let tl = Timeline::from_log(&log);
     assert_eq!(tl.events, 8);
     assert_eq!(
         tl.threads,
@@ -233,11 +234,11 @@ fn timeline_handles_midnight_and_missing_times() {
     let text = "Thread,Time,Action,Pointer,Size,Stream\n\
         1,23:59:59.900000,allocate,0x1000,10,0x0\n\
         1,00:00:00.100000,free,0x1000,10,0x0\n";
-    let tl = Timeline::from_events(&parse_memlog(text, "m").unwrap().rows);
+    let tl = Timeline::from_log(&parse_memlog(text, "m").unwrap());
     assert!((tl.times[1] - 0.2).abs() < 1e-9, "{:?}", tl.times);
 
     let text = "Thread,Time,Action,Pointer,Size,Stream\n1,,allocate,0x1000,10,0x0\n1,,free,0x1000,10,0x0\n";
-    let tl = Timeline::from_events(&parse_memlog(text, "m").unwrap().rows);
+    let tl = Timeline::from_log(&parse_memlog(text, "m").unwrap());
     assert!(!tl.has_time);
     assert_eq!(tl.stats().duration, None);
     let (svg, info) = render_svg(&tl, &TimelineOptions::default()).unwrap();
@@ -281,8 +282,9 @@ fn bad_input_gives_clear_errors() {
     assert!(expect_err(parse_memlog(log, "m.log")).starts_with("m.log:2: column `Time`"));
     let log = "Thread,Time,Action,Pointer,Size,Stream\n1,12:00:00.0,allocate,0x10,-8,0x0\n";
     assert!(expect_err(parse_memlog(log, "m.log")).starts_with("m.log:2: column `Size`"));
-    let log = "Thread,Time,Action,Pointer,Size\n";
-    assert!(expect_err(parse_memlog(log, "m.log")).contains("lacks column `stream`"));
+    let log = "Thread,Time,Action,Size,Stream\n";
+    assert!(expect_err(parse_memlog(log, "m.log")).contains("lacks column `pointer`"));
+    assert!(expect_err(parse_memlog("# nothing\n", "m.log")).starts_with("m.log: no header"));
 }
 
 #[test]
@@ -465,7 +467,7 @@ fn synthetic_log(n: usize, threads: u64) -> String {
 fn large_timeline_stays_small() {
     let text = synthetic_log(120_000, 8);
     let log = parse_memlog(&text, "big.log").unwrap();
-    let tl = Timeline::from_events(&log.rows);
+    let tl = Timeline::from_log(&log);
     let s = tl.stats();
     assert_eq!(s.events, 120_000);
     assert_eq!(s.failures, 120);
@@ -488,7 +490,7 @@ fn large_timeline_stays_small() {
 
 #[test]
 fn timeline_svg_has_both_panels() {
-    let tl = Timeline::from_events(&parse_memlog(RMM_LOG, "rmm.log").unwrap().rows);
+    let tl = Timeline::from_log(&parse_memlog(RMM_LOG, "rmm.log").unwrap());
     let opts = TimelineOptions {
         color_by: ColorBy::Size,
         title: "hand log".into(),
@@ -516,7 +518,7 @@ fn far_apart_mappings_are_collapsed_on_the_address_axis() {
         1,10:00:00.0,allocate,0x1000,100,0x0\n\
         1,10:00:00.1,allocate,0x1064,60,0x0\n\
         1,10:00:00.2,allocate,0x1000000000,40,0x0\n";
-    let tl = Timeline::from_events(&parse_memlog(text, "far.log").unwrap().rows);
+    let tl = Timeline::from_log(&parse_memlog(text, "far.log").unwrap());
     // Used: 160 + 40 = 200 bytes; the gap is far larger, so it becomes a band of 2% of 200.
     let map = AddressMap::new(&tl.allocations, true);
     assert_eq!(map.collapsed, 1);

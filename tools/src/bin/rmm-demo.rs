@@ -709,7 +709,7 @@ fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<Pa
         println!("pool (logged): {e}");
     }
     let events = read_memlog_file(&log_path).map_err(|e| e.to_string())?;
-    let timeline = Timeline::from_events(&events.rows);
+    let timeline = Timeline::from_log(&events);
     let opts = TimelineOptions {
         title: format!("Memory timeline: {}, mixed workload", pool.what),
         ..TimelineOptions::default()

@@ -179,7 +179,7 @@ fn timeline(args: TimelineArgs) -> Result<(), ReportError> {
         opts.max_rects = m.max(1);
     }
     let parsed = read_memlog_file(&args.log)?;
-    let tl = Timeline::from_events(&parsed.rows);
+    let tl = Timeline::from_log(&parsed);
     let stats = tl.stats();
     let (svg, info) = render_svg(&tl, &opts)?;
     write_text(&args.out, &svg)?;
@@ -205,10 +205,7 @@ fn timeline(args: TimelineArgs) -> Result<(), ReportError> {
         info.line_points
     );
     if parsed.skipped > 0 {
-        println!(
-            "skipped {} line(s) that were neither header nor data",
-            parsed.skipped
-        );
+        println!("skipped {} comment line(s)", parsed.skipped);
     }
     println!("{stats}");
     if info.collapsed_gaps > 0 {

@@ -5,9 +5,11 @@
 //! * kernel benchmark rows (`impl,kernel,params,seconds,throughput,unit`, see
 //!   `shared/anchors/KERNELS.md`);
 //! * RMM's memory-event log (`Thread,Time,Action,Pointer,Size,Stream`, written by
-//!   RMM's `logging_resource_adaptor` and by this project's logging adaptor).
+//!   RMM's `logging_resource_adaptor` and by this project's logging adaptor),
+//!   through the one parser, [`rmm::replay::memlog`] (its own rules; errors
+//!   here name the file).
 //!
-//! What "tolerant" means here:
+//! What "tolerant" means here for the benchmark CSVs:
 //! * blank lines, `#` comments, and lines without a comma (stray program output)
 //!   are skipped; skipped non-blank lines are counted in [`Parsed::skipped`];
 //! * header names are matched case-insensitively, in any order, and extra
@@ -19,9 +21,11 @@
 //!
 //! What is an error (with the line number): data before any header, a header
 //! missing a required column, a line with too few fields, a number that does
-//! not parse, an unknown memory-event action.
+//! not parse.
 
 use std::path::Path;
+
+use rmm::replay::memlog::{self, split_csv_line, MemoryLog};
 
 use super::{read_text, ReportError};
 
@@ -37,9 +41,6 @@ pub const ALLOC_COLUMNS: [&str; 7] = [
 ];
 /// The kernel benchmark's columns, in the order of KERNELS.md.
 pub const KERNEL_COLUMNS: [&str; 6] = ["impl", "kernel", "params", "seconds", "throughput", "unit"];
-/// The memory-event log's columns, in the order RMM writes them.
-pub const MEMLOG_COLUMNS: [&str; 6] = ["thread", "time", "action", "pointer", "size", "stream"];
-
 /// Rows parsed from one text, with the number of non-blank lines skipped as noise.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed<T> {
@@ -98,87 +99,10 @@ pub struct KernelRow {
     pub line: usize,
 }
 
-/// What a memory-event line records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    /// A successful allocation.
-    Allocate,
-    /// An allocation that failed (RMM logs the pointer as `(nil)`).
-    AllocateFailure,
-    /// A deallocation.
-    Free,
-}
-
-impl Action {
-    /// Parses an action as RMM writes it (`allocate`, `allocate failure`, `free`);
-    /// also accepts `allocate_failure`, `failure` and `deallocate`.
-    pub fn parse(text: &str) -> Option<Action> {
-        let t = text.trim().to_ascii_lowercase().replace(['_', '-'], " ");
-        match t.as_str() {
-            "allocate" | "alloc" | "allocation" => Some(Action::Allocate),
-            "allocate failure" | "allocation failure" | "alloc failure" | "failure" => {
-                Some(Action::AllocateFailure)
-            }
-            "free" | "deallocate" | "dealloc" => Some(Action::Free),
-            _ => None,
-        }
-    }
-}
-
-/// One line of a memory-event log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemEvent {
-    /// The thread id exactly as written (RMM writes large decimal ids).
-    pub thread: String,
-    /// Seconds since midnight (`%H:%M:%S.%f`), or `None` when the field is empty.
-    pub time: Option<f64>,
-    /// What happened.
-    pub action: Action,
-    /// The address; `None` for `(nil)`, `0x0`, `nil` or an empty field.
-    pub pointer: Option<u64>,
-    /// Bytes requested (or freed).
-    pub size: u64,
-    /// The stream as written (hex), kept as text.
-    pub stream: String,
-    /// The 1-based line number the event came from.
-    pub line: usize,
-}
-
 /// One data line with the required fields in the order the caller asked for.
 struct Record {
     line: usize,
     fields: Vec<String>,
-}
-
-/// Splits one CSV line; double quotes group commas, `""` inside quotes is a quote.
-fn split_line(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut in_quotes = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if in_quotes => {
-                if chars.peek() == Some(&'"') {
-                    chars.next();
-                    field.push('"');
-                } else {
-                    in_quotes = false;
-                }
-            }
-            '"' if field.trim().is_empty() => {
-                field.clear();
-                in_quotes = true;
-            }
-            ',' if !in_quotes => fields.push(std::mem::take(&mut field)),
-            _ => field.push(c),
-        }
-    }
-    if in_quotes {
-        return Err("unterminated double quote".into());
-    }
-    fields.push(field);
-    Ok(fields.into_iter().map(|f| f.trim().to_string()).collect())
 }
 
 fn normalise(name: &str) -> String {
@@ -203,7 +127,7 @@ fn read_table(text: &str, origin: &str, required: &[&str]) -> Result<(Vec<Record
             skipped += 1;
             continue;
         }
-        let fields = split_line(line).map_err(|message| ReportError::Parse {
+        let fields = split_csv_line(line).map_err(|message| ReportError::Parse {
             origin: origin.into(),
             line: number,
             message,
@@ -345,109 +269,6 @@ pub fn parse_kernel_csv(text: &str, origin: &str) -> Result<Parsed<KernelRow>, R
     Ok(Parsed { rows, skipped })
 }
 
-/// Parses a time of day `HH:MM:SS[.ffffff]` into seconds since midnight.
-///
-/// A leading date (`2026-11-30 12:00:00.5` or `...T12:00:00.5`) is ignored, and
-/// a plain number is taken as seconds.
-pub fn parse_time_of_day(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let t = t.rsplit([' ', 'T']).next().unwrap_or(t);
-    let parts: Vec<&str> = t.split(':').collect();
-    let value = match parts.as_slice() {
-        [h, m, s] => {
-            let h: u32 = h.parse().ok()?;
-            let m: u32 = m.parse().ok()?;
-            let s: f64 = s.parse().ok()?;
-            if m >= 60 || !(0.0..61.0).contains(&s) {
-                return None;
-            }
-            f64::from(h) * 3600.0 + f64::from(m) * 60.0 + s
-        }
-        [m, s] => {
-            let m: u32 = m.parse().ok()?;
-            let s: f64 = s.parse().ok()?;
-            f64::from(m) * 60.0 + s
-        }
-        [s] => s.parse().ok()?,
-        _ => return None,
-    };
-    value.is_finite().then_some(value)
-}
-
-/// Parses a pointer as `%p` writes it; `(nil)`, `nil`, `null`, `0x0`, `0` and
-/// an empty field are `Ok(None)`.
-pub fn parse_pointer(text: &str) -> Result<Option<u64>, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "" | "(nil)" | "nil" | "null" | "(null)" | "nullptr"
-    ) {
-        return Ok(None);
-    }
-    let value = if let Some(hex) = lower.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16).map_err(|_| format!("`{t}` is not a hex pointer"))?
-    } else if lower.chars().all(|c| c.is_ascii_digit()) {
-        lower
-            .parse::<u64>()
-            .map_err(|_| format!("`{t}` is not a pointer"))?
-    } else if lower.chars().all(|c| c.is_ascii_hexdigit()) {
-        u64::from_str_radix(&lower, 16).map_err(|_| format!("`{t}` is not a pointer"))?
-    } else {
-        return Err(format!("`{t}` is not a pointer"));
-    };
-    Ok((value != 0).then_some(value))
-}
-
-/// Parses a memory-event log (RMM's `Thread,Time,Action,Pointer,Size,Stream`).
-pub fn parse_memlog(text: &str, origin: &str) -> Result<Parsed<MemEvent>, ReportError> {
-    let (records, skipped) = read_table(text, origin, &MEMLOG_COLUMNS)?;
-    let mut rows = Vec::with_capacity(records.len());
-    for Record { line, fields } in records {
-        let err = |message: String| ReportError::Parse {
-            origin: origin.into(),
-            line,
-            message,
-        };
-        let time = if fields[1].is_empty() {
-            None
-        } else {
-            Some(parse_time_of_day(&fields[1]).ok_or_else(|| {
-                err(format!(
-                    "column `Time`: `{}` is not a time HH:MM:SS.ffffff",
-                    fields[1]
-                ))
-            })?)
-        };
-        let action = Action::parse(&fields[2]).ok_or_else(|| {
-            err(format!(
-                "column `Action`: unknown action `{}` (expected allocate, allocate failure or free)",
-                fields[2]
-            ))
-        })?;
-        let pointer = parse_pointer(&fields[3]).map_err(|m| err(format!("column `Pointer`: {m}")))?;
-        let size = parse_u64(&fields[4], "Size", origin, line)?;
-        // A null free is a no-op (kept, the timeline ignores it); a null
-        // successful allocation makes no sense.
-        if pointer.is_none() && action == Action::Allocate {
-            return Err(err(format!(
-                "column `Pointer`: `{}` for a successful allocation",
-                fields[3]
-            )));
-        }
-        rows.push(MemEvent {
-            thread: fields[0].clone(),
-            time,
-            action,
-            pointer,
-            size,
-            stream: fields[5].clone(),
-            line,
-        });
-    }
-    Ok(Parsed { rows, skipped })
-}
-
 /// Reads and parses allocator CSV files, concatenating their rows.
 pub fn read_alloc_files<P: AsRef<Path>>(paths: &[P]) -> Result<Parsed<AllocRow>, ReportError> {
     read_many(paths, parse_alloc_csv)
@@ -458,8 +279,29 @@ pub fn read_kernel_files<P: AsRef<Path>>(paths: &[P]) -> Result<Parsed<KernelRow
     read_many(paths, parse_kernel_csv)
 }
 
-/// Reads and parses one memory-event log file.
-pub fn read_memlog_file(path: &Path) -> Result<Parsed<MemEvent>, ReportError> {
+/// Parses a memory-event log with the one parser, [`rmm::replay::memlog`]
+/// (the replay engine's), naming `origin` in errors.
+///
+/// ```
+/// use rmm_tools::report::csv::parse_memlog;
+/// let log = parse_memlog("Action,Pointer,Size\nalloc,0x10,8\n", "mine.csv").unwrap();
+/// assert_eq!(log.events.len(), 1);
+/// let e = parse_memlog("Action,Pointer,Size\ngrow,0x10,8\n", "mine.csv").unwrap_err();
+/// assert!(e.to_string().starts_with("mine.csv:2: column `Action`"));
+/// ```
+pub fn parse_memlog(text: &str, origin: &str) -> Result<MemoryLog, ReportError> {
+    memlog::parse(text).map_err(|e| match e.line {
+        Some(line) => ReportError::Parse {
+            origin: origin.into(),
+            line,
+            message: e.message,
+        },
+        None => ReportError::NoData(format!("{origin}: {}", e.message)),
+    })
+}
+
+/// Reads and parses one memory-event log file (see [`parse_memlog`]).
+pub fn read_memlog_file(path: &Path) -> Result<MemoryLog, ReportError> {
     parse_memlog(&read_text(path)?, &path.display().to_string())
 }
 
@@ -478,31 +320,4 @@ fn read_many<P: AsRef<Path>, T>(
         all.skipped += parsed.skipped;
     }
     Ok(all)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_handles_quotes() {
-        assert_eq!(split_line(r#"a,"b,c",d"#).unwrap(), vec!["a", "b,c", "d"]);
-        assert_eq!(split_line(r#""x""y",z"#).unwrap(), vec!["x\"y", "z"]);
-        assert!(split_line(r#""open,a"#).is_err());
-    }
-
-    #[test]
-    fn time_of_day() {
-        assert_eq!(parse_time_of_day("01:02:03.5"), Some(3723.5));
-        assert_eq!(parse_time_of_day("2026-11-30 00:00:01.25"), Some(1.25));
-        assert_eq!(parse_time_of_day("x:1:2"), None);
-    }
-
-    #[test]
-    fn pointers() {
-        assert_eq!(parse_pointer("(nil)"), Ok(None));
-        assert_eq!(parse_pointer("0x0"), Ok(None));
-        assert_eq!(parse_pointer("0x7f12a4000000"), Ok(Some(0x7f12_a400_0000)));
-        assert!(parse_pointer("zz").is_err());
-    }
 }

@@ -21,8 +21,8 @@ use std::fmt;
 
 use plotters::prelude::*;
 
-use super::csv::{Action, MemEvent};
 use super::{human_bytes, ReportError};
+use rmm::replay::memlog::{Action, MemoryLog};
 
 /// One successful allocation and, if it was freed, when.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,10 +229,17 @@ impl fmt::Display for TimelineStats {
 }
 
 impl Timeline {
-    /// Replays the events in log order.
-    pub fn from_events(events: &[MemEvent]) -> Timeline {
-        let mut threads: Vec<String> = Vec::new();
-        let mut thread_ids: HashMap<&str, usize> = HashMap::new();
+    /// Replays the events of a parsed log in log order.
+    ///
+    /// ```
+    /// use rmm_tools::report::csv::parse_memlog;
+    /// use rmm_tools::report::timeline::Timeline;
+    /// let log = parse_memlog("Action,Pointer,Size\nalloc,0x10,8\nalloc,0x20,8\nfree,0x10,8\n", "l").unwrap();
+    /// assert_eq!(Timeline::from_log(&log).in_use, vec![8, 16, 8]);
+    /// ```
+    pub fn from_log(log: &MemoryLog) -> Timeline {
+        let events = &log.events;
+        let threads = log.threads.clone();
         let has_time = !events.is_empty() && events.iter().all(|e| e.time.is_some());
         let mut times = Vec::with_capacity(events.len());
         let mut in_use = Vec::with_capacity(events.len());
@@ -246,10 +253,8 @@ impl Timeline {
             (0.0f64, None::<f64>, 0.0f64, None::<f64>);
 
         for (index, event) in events.iter().enumerate() {
-            let thread = *thread_ids.entry(event.thread.as_str()).or_insert_with(|| {
-                threads.push(event.thread.clone());
-                threads.len() - 1
-            });
+            let thread = event.thread;
+            let size = event.size as u64;
             if has_time {
                 let raw = event.time.unwrap_or(0.0);
                 if let Some(prev) = last_raw {
@@ -265,7 +270,7 @@ impl Timeline {
             } else {
                 times.push(index as f64);
             }
-            match (event.action, event.pointer) {
+            match (event.action, (event.pointer != 0).then_some(event.pointer)) {
                 (Action::Allocate, Some(pointer)) => {
                     if let Some(previous) = live.remove(&pointer) {
                         reused_live += 1;
@@ -275,17 +280,17 @@ impl Timeline {
                     live.insert(pointer, allocations.len());
                     allocations.push(Allocation {
                         pointer,
-                        size: event.size,
+                        size,
                         thread,
                         start: index,
                         end: None,
                         line: event.line,
                     });
-                    bytes = bytes.saturating_add(event.size);
+                    bytes = bytes.saturating_add(size);
                 }
                 (Action::Allocate, None) | (Action::AllocateFailure, _) => failures.push(Failure {
                     index,
-                    size: event.size,
+                    size,
                     thread,
                     line: event.line,
                 }),
@@ -293,7 +298,7 @@ impl Timeline {
                     Some(a) => {
                         let allocation = &mut allocations[a];
                         allocation.end = Some(index);
-                        if event.size != 0 && event.size != allocation.size {
+                        if size != 0 && size != allocation.size {
                             size_mismatches += 1;
                         }
                         bytes = bytes.saturating_sub(allocation.size);
