@@ -14,16 +14,15 @@
 //! against the live record): the difference to the checked rows is what
 //! misuse detection costs.
 //!
+//! Every row's resource comes from [`rmm::mr::by_name`] under the row's name.
+//!
 //! `RMM_BENCH_RESOURCES="pool arena"` (or resource names as arguments)
 //! restricts the resources. Run with `cargo bench --bench alloc_workloads`.
 
 use std::time::Instant;
 
-use rmm::mr::{
-    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
-    StatisticsAdaptor, TrackingAdaptor, VirtualPoolMemoryResource, VirtualPoolOptions,
-};
+use rmm::mr::by_name::{self, ByNameOptions};
+use rmm::mr::{MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 
 const MIB: usize = 1 << 20;
@@ -206,70 +205,25 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
     );
 }
 
+/// Builds the row `name` with the one resource factory, [`rmm::mr::by_name`]
+/// (`statistics_pool` is the adaptor over the `pool` row's pool,
+/// `<row>_unchecked` the same resource with frees trusted), sized as
+/// WORKLOADS.md says: the pool starts at half the free memory, the arena
+/// takes all of it but 64 MiB.
 fn build(name: &str, gpu: bool, sim_capacity: usize) -> Option<SharedResource> {
-    // `<row>_unchecked`: the same resource with frees trusted instead of
-    // checked against the live record, to measure what the check costs.
-    let (name, checked) = match name.strip_suffix("_unchecked") {
-        Some(base) => (base, false),
-        None => (name, true),
-    };
-    let pool_opts = |initial: usize| {
-        PoolOptions::default()
-            .initial_pool_size(initial)
-            .unchecked_frees(!checked)
-    };
-    let arena_opts = |size: usize| ArenaOptions::default().arena_size(size).unchecked_frees(!checked);
-    // Adaptor overhead rows: the adaptor over the `pool` row's pool.
-    let inner = if checked { "pool" } else { "pool_unchecked" };
-    match name {
-        "statistics_pool" => {
-            return build(inner, gpu, sim_capacity).map(|p| {
-                let stats = StatisticsAdaptor::new(p);
-                SharedResource::new(if checked { stats } else { stats.unchecked_frees() })
-            })
-        }
-        "tracking_pool" => {
-            return build(inner, gpu, sim_capacity)
-                .map(|p| SharedResource::new(TrackingAdaptor::new(p, false)))
-        }
-        _ => {}
-    }
-    let r = if gpu {
-        match name {
-            "cuda" => Ok(SharedResource::new(CudaMemoryResource::new())),
-            "cuda_async" => CudaAsyncMemoryResource::new().map(SharedResource::new),
-            "pool" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
-                PoolMemoryResource::new(CudaMemoryResource::new(), pool_opts(initial))
-                    .map(SharedResource::new)
-            }),
-            "binning" => rmm::device::percent_of_free_device_memory(50).and_then(|initial| {
-                let pool = PoolMemoryResource::new(CudaMemoryResource::new(), pool_opts(initial))?;
-                BinningMemoryResource::with_fixed_bins(pool, 18, 22).map(SharedResource::new)
-            }),
-            "arena" => rmm::device::available_device_memory().and_then(|(free, _)| {
-                ArenaMemoryResource::new(CudaMemoryResource::new(), arena_opts(free - 64 * MIB))
-                    .map(SharedResource::new)
-            }),
-            "vmpool" => {
-                VirtualPoolMemoryResource::new(VirtualPoolOptions::default()).map(SharedResource::new)
-            }
-            _ => return None,
-        }
+    let opts = if gpu {
+        let free = rmm::device::available_device_memory().map_or(0, |(free, _)| free);
+        ByNameOptions::default()
+            .pool_initial_size(free / 2)
+            .arena_size(free.saturating_sub(64 * MIB))
     } else {
-        let sim = SimulatedMemoryResource::new(sim_capacity);
-        let half = rmm::align::align_down(sim_capacity / 2, 256);
-        match name {
-            "pool" => PoolMemoryResource::new(sim, pool_opts(half)).map(SharedResource::new),
-            "binning" => PoolMemoryResource::new(sim, pool_opts(half))
-                .and_then(|pool| BinningMemoryResource::with_fixed_bins(pool, 18, 22))
-                .map(SharedResource::new),
-            "arena" => {
-                ArenaMemoryResource::new(sim, arena_opts(sim_capacity - 64 * MIB)).map(SharedResource::new)
-            }
-            _ => return None,
-        }
+        ByNameOptions::default()
+            .simulate(true)
+            .simulated_size(sim_capacity)
+            .pool_initial_size(sim_capacity / 2)
+            .arena_size(sim_capacity - 64 * MIB)
     };
-    match r {
+    match by_name::resource(name, &opts) {
         Ok(r) => Some(r),
         Err(e) => {
             eprintln!("alloc_workloads: cannot build {name}: {e}");

@@ -33,12 +33,8 @@ use std::io::BufRead;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::mr::{
-    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    FreeBlockStats, ManagedMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource,
-    SimulatedMemoryResource,
-};
+use crate::error::Result;
+use crate::mr::{FreeBlockStats, MemoryResource};
 use crate::ptr::DevicePtr;
 
 pub mod memlog;
@@ -49,8 +45,8 @@ pub use memlog::{Action, Event, LogError, MemoryLog};
 /// thread names and the skipped-line count too).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the line for anything malformed (see
-/// [`memlog`]); [`Error::Logic`] for a read error.
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the line for anything malformed (see
+/// [`memlog`]); [`Error::Logic`](crate::Error::Logic) for a read error.
 pub fn parse_log(reader: impl BufRead) -> Result<Vec<Event>> {
     memlog::read(reader).map(|log| log.events)
 }
@@ -275,117 +271,5 @@ fn apply(s: &mut Shared, e: &Event, mr: &dyn MemoryResource) {
                 None => s.unmatched += 1,
             }
         }
-    }
-}
-
-/// Names [`make_resource`] knows.
-pub const RESOURCE_NAMES: &[&str] = &[
-    "simulated",
-    "simulated-pool",
-    "simulated-binning",
-    "simulated-arena",
-    "cuda",
-    "cuda_async",
-    "managed",
-    "pool",
-    "binning",
-    "arena",
-];
-
-/// Builds a resource to replay against, by name:
-///
-/// * without a GPU: `simulated` (a simulated device of `size` bytes),
-///   `simulated-pool` (a pool that may grow to `size` over it, as RMM's
-///   replay does with `--size`), `simulated-binning` (bins of 256 KiB to
-///   4 MiB over that pool), `simulated-arena` (an arena of `size` bytes over it);
-/// * on a GPU: `cuda`, `cuda_async`, `managed`, `pool` (over cuda, growing
-///   from 0), `binning` (256 KiB to 4 MiB bins over that pool), `arena`
-///   (over cuda, half of free memory).
-///
-/// To add one, add a match arm.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for an unknown name; [`Error::Logic`] when a
-/// GPU resource is asked for without a usable GPU; the resource's own errors.
-pub fn make_resource(name: &str, size: usize) -> Result<SharedResource> {
-    let needs_gpu = || {
-        if crate::device::is_available() {
-            Ok(())
-        } else {
-            Err(Error::Logic(format!(
-                "resource {name:?} needs a GPU and none is usable"
-            )))
-        }
-    };
-    Ok(match name {
-        "simulated" => SharedResource::new(SimulatedMemoryResource::new(size)),
-        "cuda" => {
-            needs_gpu()?;
-            SharedResource::new(CudaMemoryResource::new())
-        }
-        "cuda_async" => {
-            needs_gpu()?;
-            SharedResource::new(CudaAsyncMemoryResource::new()?)
-        }
-        "managed" => {
-            needs_gpu()?;
-            SharedResource::new(ManagedMemoryResource::new())
-        }
-        "simulated-pool" => SharedResource::new(simulated_pool(size)?),
-        "simulated-binning" => SharedResource::new(BinningMemoryResource::with_fixed_bins(
-            simulated_pool(size)?,
-            18,
-            22,
-        )?),
-        "simulated-arena" => SharedResource::new(ArenaMemoryResource::new(
-            SimulatedMemoryResource::new(size),
-            ArenaOptions::default().arena_size(crate::align::align_down(size, 256)),
-        )?),
-        "pool" => {
-            needs_gpu()?;
-            SharedResource::new(PoolMemoryResource::new(
-                CudaMemoryResource::new(),
-                PoolOptions::default(),
-            )?)
-        }
-        "binning" => {
-            needs_gpu()?;
-            let pool = PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default())?;
-            SharedResource::new(BinningMemoryResource::with_fixed_bins(pool, 18, 22)?)
-        }
-        "arena" => {
-            needs_gpu()?;
-            SharedResource::new(ArenaMemoryResource::new(
-                CudaMemoryResource::new(),
-                ArenaOptions::default(),
-            )?)
-        }
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown resource {other:?}; known: {}",
-                RESOURCE_NAMES.join(", ")
-            )))
-        }
-    })
-}
-
-/// A pool that may grow to `size` bytes over a simulated device of `size` bytes.
-fn simulated_pool(size: usize) -> Result<PoolMemoryResource<SimulatedMemoryResource>> {
-    let max = crate::align::align_down(size, 256);
-    PoolMemoryResource::new(
-        SimulatedMemoryResource::new(size),
-        PoolOptions::default().maximum_pool_size(max),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unknown_resource_is_an_error() {
-        let e = make_resource("bogus", 1 << 30).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("simulated"));
-        assert!(make_resource("simulated", 1 << 30).unwrap().is_simulated());
     }
 }

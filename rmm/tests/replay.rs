@@ -300,7 +300,7 @@ fn gpu_replay_of_the_fixture_over_cuda_resources() {
     rmm::require_gpu!();
     let events = fixture_events();
     for name in ["cuda", "cuda_async", "managed"] {
-        let mr = rmm::replay::make_resource(name, 0).unwrap();
+        let mr = rmm::mr::by_name::resource(name, &rmm::mr::by_name::ByNameOptions::default()).unwrap();
         let report = replay(&events, &mr);
         assert_eq!(report.peak_bytes, 2_004_608, "{name}");
         assert_eq!(report.failed_allocations, 0, "{name}");
@@ -351,7 +351,11 @@ fn a_panicking_resource_does_not_hang_the_replay() {
 fn replay_over_simulated_sub_allocators_reports_fragmentation() {
     let events = fixture_events();
     for name in ["simulated-pool", "simulated-binning", "simulated-arena"] {
-        let mr = rmm::replay::make_resource(name, common::GIB).unwrap();
+        let mr = rmm::mr::by_name::resource(
+            name,
+            &rmm::mr::by_name::ByNameOptions::default().simulated_size(common::GIB),
+        )
+        .unwrap();
         let report = replay(&events, mr.inner());
         assert_eq!(report.peak_bytes, 2_004_608, "{name}");
         assert_eq!(report.failed_allocations, 0, "{name}");
@@ -363,7 +367,7 @@ fn replay_over_simulated_sub_allocators_reports_fragmentation() {
             assert!(stats.free_bytes == 0 || stats.free_blocks >= 1);
             let pool = mr
                 .inner()
-                .downcast_ref::<rmm::mr::PoolMemoryResource<SimulatedMemoryResource>>()
+                .downcast_ref::<rmm::mr::PoolMemoryResource<rmm::mr::SharedResource>>()
                 .expect("a pool");
             // Everything is freed after the replay: the whole pool is free again.
             assert_eq!(pool.free_bytes(), pool.pool_size());
@@ -374,7 +378,10 @@ fn replay_over_simulated_sub_allocators_reports_fragmentation() {
         }
     }
     assert!(matches!(
-        rmm::replay::make_resource("no-such", common::GIB),
+        rmm::mr::by_name::resource(
+            "no-such",
+            &rmm::mr::by_name::ByNameOptions::default().simulated_size(common::GIB)
+        ),
         Err(rmm::Error::InvalidArgument(_))
     ));
 }

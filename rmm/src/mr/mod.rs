@@ -22,6 +22,10 @@
 //! [`LimitingAdaptor`], [`LoggingAdaptor`], [`PrefetchAdaptor`],
 //! [`StatisticsAdaptor`], [`ThreadSafeAdaptor`], [`TrackingAdaptor`].
 //!
+//! [`by_name`] builds resources and adaptor stacks from names such as
+//! `pool`, `simulated-arena` or `statistics_pool_unchecked` (the programs'
+//! `--resource` options and the benchmarks use it).
+//!
 //! Every resource is cheap to clone (clones share state and compare equal)
 //! and is `Send + Sync`: all of them may be used from many threads at once.
 //!
@@ -66,6 +70,7 @@ pub mod adaptors;
 mod arena;
 mod arena_book;
 mod binning;
+pub mod by_name;
 mod callback;
 mod cuda;
 mod cuda_async;

@@ -27,7 +27,8 @@
 //! (the benchmark CSV format of `shared/anchors/WORKLOADS.md`, one row per
 //! resource and phase), `ns_per_op.svg` (bar chart), `pool_events.csv` (the
 //! event log of a second, untimed pool run wrapped in a `LoggingAdaptor`) and
-//! `pool_timeline.svg` (that log rendered as a memory timeline). Charts come
+//! `pool_timeline.svg` (that log rendered as a memory timeline). Resources
+//! come from the one factory, `rmm::mr::by_name`; charts come
 //! from `rmm_tools::report`. Failed allocations are counted, never fatal.
 
 use std::io::IsTerminal;
@@ -37,10 +38,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rmm::mr::{
-    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    LoggingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
-};
+use rmm::mr::by_name::{self, ByNameOptions};
+use rmm::mr::{LoggingAdaptor, MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 use rmm_tools::report::charts::{alloc_chart_svg, alloc_points};
 use rmm_tools::report::csv::{read_memlog_file, AllocRow};
@@ -412,23 +411,28 @@ impl Sizes {
     }
 }
 
+/// A builder of the resource `name` from the one factory, [`rmm::mr::by_name`].
+fn by_name(name: &'static str, opts: ByNameOptions) -> Builder {
+    Box::new(move || by_name::resource(name, &opts))
+}
+
 /// The GPU resources: cuda (fewer steps), cuda_async, pool, binning, arena.
 fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
     let plan = Plan::new(steps, sizes.cap);
-    let pool = sizes.pool;
-    let arena = sizes.arena;
+    let (pool, arena) = (sizes.pool, sizes.arena);
+    let opts = ByNameOptions::default().pool_initial_size(pool).arena_size(arena);
     vec![
         Candidate {
             name: "cuda",
             what: "CudaMemoryResource: cudaMalloc / cudaFree for every request".into(),
             plan: Plan::new(steps.min(CUDA_MAX_STEPS), sizes.cap),
-            build: Box::new(|| Ok(SharedResource::new(CudaMemoryResource::new()))),
+            build: by_name("cuda", opts.clone()),
         },
         Candidate {
             name: "cuda_async",
             what: "CudaAsyncMemoryResource: cudaMallocAsync, the driver's stream-ordered pool".into(),
             plan,
-            build: Box::new(|| CudaAsyncMemoryResource::new().map(SharedResource::new)),
+            build: by_name("cuda_async", opts.clone()),
         },
         Candidate {
             name: "pool",
@@ -437,13 +441,7 @@ fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(pool as f64)
             ),
             plan,
-            build: Box::new(move || {
-                PoolMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    PoolOptions::default().initial_pool_size(pool),
-                )
-                .map(SharedResource::new)
-            }),
+            build: by_name("pool", opts.clone()),
         },
         Candidate {
             name: "binning",
@@ -452,13 +450,7 @@ fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(pool as f64)
             ),
             plan,
-            build: Box::new(move || {
-                let upstream = PoolMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    PoolOptions::default().initial_pool_size(pool),
-                )?;
-                BinningMemoryResource::with_fixed_bins(upstream, 18, 22).map(SharedResource::new)
-            }),
+            build: by_name("binning", opts.clone()),
         },
         Candidate {
             name: "arena",
@@ -467,13 +459,7 @@ fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(arena as f64)
             ),
             plan,
-            build: Box::new(move || {
-                ArenaMemoryResource::new(
-                    CudaMemoryResource::new(),
-                    ArenaOptions::default().arena_size(arena),
-                )
-                .map(SharedResource::new)
-            }),
+            build: by_name("arena", opts),
         },
     ]
 }
@@ -482,7 +468,11 @@ fn gpu_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
 fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
     let plan = Plan::new(steps, sizes.cap);
     let (pool, arena) = (sizes.pool, sizes.arena);
-    let device = || SimulatedMemoryResource::new(SIMULATED_FREE);
+    let opts = ByNameOptions::default()
+        .simulate(true)
+        .simulated_size(SIMULATED_FREE)
+        .pool_initial_size(pool)
+        .arena_size(arena);
     vec![
         Candidate {
             name: "simulated",
@@ -491,7 +481,7 @@ fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(SIMULATED_FREE as f64)
             ),
             plan,
-            build: Box::new(move || Ok(SharedResource::new(device()))),
+            build: by_name("simulated", opts.clone()),
         },
         Candidate {
             name: "pool",
@@ -500,10 +490,7 @@ fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(pool as f64)
             ),
             plan,
-            build: Box::new(move || {
-                PoolMemoryResource::new(device(), PoolOptions::default().initial_pool_size(pool))
-                    .map(SharedResource::new)
-            }),
+            build: by_name("pool", opts.clone()),
         },
         Candidate {
             name: "binning",
@@ -512,11 +499,7 @@ fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(pool as f64)
             ),
             plan,
-            build: Box::new(move || {
-                let upstream =
-                    PoolMemoryResource::new(device(), PoolOptions::default().initial_pool_size(pool))?;
-                BinningMemoryResource::with_fixed_bins(upstream, 18, 22).map(SharedResource::new)
-            }),
+            build: by_name("binning", opts.clone()),
         },
         Candidate {
             name: "arena",
@@ -525,10 +508,7 @@ fn simulated_candidates(steps: usize, sizes: Sizes) -> Vec<Candidate> {
                 human_bytes(arena as f64)
             ),
             plan,
-            build: Box::new(move || {
-                ArenaMemoryResource::new(device(), ArenaOptions::default().arena_size(arena))
-                    .map(SharedResource::new)
-            }),
+            build: by_name("arena", opts),
         },
     ]
 }
@@ -824,6 +804,7 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use rmm::mr::{PoolMemoryResource, PoolOptions, SimulatedMemoryResource};
 
     /// Parses string literals as arguments.
     fn args(list: &[&str]) -> Result<Args, clap::Error> {

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use rmm::replay::{make_resource, parse_log, replay, RESOURCE_NAMES};
+use rmm::mr::by_name::{self, known_names, ByNameOptions};
+use rmm::replay::{parse_log, replay};
 
 /// Replays a memory-event log (Thread,Time,Action,Pointer,Size,Stream, as
 /// RMM's logging adaptor or ours writes it) with one thread per logged
@@ -46,7 +47,7 @@ struct Args {
 fn resource_help() -> String {
     format!(
         "Resources to replay against, comma separated. Known: {}",
-        RESOURCE_NAMES.join(", ")
+        known_names()
     )
 }
 
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
         Args::command()
             .error(
                 ErrorKind::InvalidValue,
-                format!("--resource needs a name: {}", RESOURCE_NAMES.join(", ")),
+                format!("--resource needs a name: {}", known_names()),
             )
             .exit();
     }
@@ -96,7 +97,7 @@ fn main() -> ExitCode {
     let mut status = ExitCode::SUCCESS;
     for name in &args.resource {
         println!("== {} on {name}", args.file);
-        match make_resource(name, size) {
+        match by_name::resource(name, &ByNameOptions::default().simulated_size(size)) {
             Ok(mr) => println!("{}\n", replay(&events, &mr)),
             Err(e) => {
                 eprintln!("rmm-replay: {name}: {e}");
