@@ -223,7 +223,7 @@ fn timeline_statistics_match_a_hand_computed_log() {
     assert_eq!(s.live_at_peak, 3);
     let f = s.fragmentation_at_peak;
     assert_eq!((f.free_bytes, f.largest_gap), (874, 668));
-    assert!((f.ratio - (1.0 - 668.0 / 874.0)).abs() < 1e-12);
+    assert!((f.ratio() - (1.0 - 668.0 / 874.0)).abs() < 1e-12);
     let text = s.to_string();
     assert!(text.contains("peak bytes:        450 B"), "{text}");
     assert!(text.contains("fragmentation:     0.236"), "{text}");

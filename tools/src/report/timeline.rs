@@ -22,6 +22,7 @@ use std::fmt;
 use plotters::prelude::*;
 
 use super::{human_bytes, ReportError};
+use rmm::mr::FreeBlockStats;
 use rmm::replay::memlog::{Action, MemoryLog};
 
 /// One successful allocation and, if it was freed, when.
@@ -97,8 +98,33 @@ pub struct Fragmentation {
     pub free_bytes: u64,
     /// The largest hole in `[low, high)`.
     pub largest_gap: u64,
-    /// `1 - largest_gap / free_bytes`, 0 when there is no hole.
-    pub ratio: f64,
+    /// The number of holes in `[low, high)`.
+    pub holes: usize,
+}
+
+impl Fragmentation {
+    /// The holes as the free blocks of a resource would be reported.
+    pub fn as_free_blocks(&self) -> FreeBlockStats {
+        FreeBlockStats {
+            free_bytes: usize::try_from(self.free_bytes).unwrap_or(usize::MAX),
+            largest_free_block: usize::try_from(self.largest_gap).unwrap_or(usize::MAX),
+            free_blocks: self.holes,
+        }
+    }
+
+    /// The fragmentation of the holes, with the library's one definition,
+    /// [`FreeBlockStats::fragmentation`] (`1 - largest_gap / free_bytes`, 0
+    /// when there is no hole).
+    ///
+    /// ```
+    /// use rmm_tools::report::timeline::fragmentation;
+    /// // [0,10) [20,30) [35,40): holes of 10 and 5 bytes.
+    /// let f = fragmentation(&[(20, 10), (0, 10), (35, 5)]);
+    /// assert!((f.ratio() - (1.0 - 10.0 / 15.0)).abs() < 1e-12);
+    /// ```
+    pub fn ratio(&self) -> f64 {
+        self.as_free_blocks().fragmentation()
+    }
 }
 
 /// Computes the fragmentation of `(address, size)` blocks (overlaps are merged).
@@ -111,30 +137,26 @@ pub fn fragmentation(blocks: &[(u64, u64)]) -> Fragmentation {
             high: 0,
             free_bytes: 0,
             largest_gap: 0,
-            ratio: 0.0,
+            holes: 0,
         };
     };
     let mut end = first;
-    let (mut free_bytes, mut largest_gap) = (0u64, 0u64);
+    let (mut free_bytes, mut largest_gap, mut holes) = (0u64, 0u64, 0usize);
     for &(addr, size) in &sorted {
         if addr > end {
             let gap = addr - end;
             free_bytes += gap;
             largest_gap = largest_gap.max(gap);
+            holes += 1;
         }
         end = end.max(addr.saturating_add(size));
     }
-    let ratio = if free_bytes == 0 {
-        0.0
-    } else {
-        1.0 - largest_gap as f64 / free_bytes as f64
-    };
     Fragmentation {
         low: first,
         high: end,
         free_bytes,
         largest_gap,
-        ratio,
+        holes,
     }
 }
 
@@ -220,7 +242,7 @@ impl fmt::Display for TimelineStats {
         write!(
             f,
             "fragmentation:     {:.3} at peak ({} live blocks, {} free in the used range, largest hole {})",
-            frag.ratio,
+            frag.ratio(),
             self.live_at_peak,
             human_bytes(frag.free_bytes as f64),
             human_bytes(frag.largest_gap as f64)
@@ -736,7 +758,7 @@ pub fn render_svg(tl: &Timeline, opts: &TimelineOptions) -> Result<(String, Rend
             stats.failures,
             stats.unknown_frees,
             stats.threads,
-            stats.fragmentation_at_peak.ratio
+            stats.fragmentation_at_peak.ratio()
         );
         if let Some(b) = stats.address_base {
             subtitle.push_str(&format!(" | addresses relative to {b:#x}"));
@@ -1072,8 +1094,9 @@ mod tests {
         // [0,10) [20,30) [35,40): holes 10 and 5.
         let f = fragmentation(&[(20, 10), (0, 10), (35, 5)]);
         assert_eq!((f.low, f.high, f.free_bytes, f.largest_gap), (0, 40, 15, 10));
-        assert!((f.ratio - (1.0 - 10.0 / 15.0)).abs() < 1e-12);
-        assert_eq!(fragmentation(&[]).ratio, 0.0);
+        assert!((f.ratio() - (1.0 - 10.0 / 15.0)).abs() < 1e-12);
+        assert_eq!(f.holes, 2);
+        assert_eq!(fragmentation(&[]).ratio(), 0.0);
         assert_eq!(fragmentation(&[(0, 10), (5, 10)]).free_bytes, 0);
     }
 
