@@ -42,6 +42,18 @@ pub enum Error {
     /// An argument has a value the call cannot take.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// Reading or writing a file or stream failed (a log file, a memory-event
+    /// log). The `std::io::Error` is kept as its kind and message, so that
+    /// `Error` stays `Clone` and `Eq`.
+    #[error("I/O error: {context}: {message}")]
+    Io {
+        /// What was being done, e.g. `cannot create log file /tmp/x.csv`.
+        context: String,
+        /// The kind of the I/O error.
+        kind: std::io::ErrorKind,
+        /// The I/O error's message.
+        message: String,
+    },
 }
 
 /// `Result` with [`Error`] as its error type.
@@ -73,6 +85,23 @@ impl Error {
             }
         } else {
             Error::Cuda { code, name, call }
+        }
+    }
+
+    /// An [`Error::Io`] for `error`, which happened while doing `context`.
+    ///
+    /// ```
+    /// use rmm::Error;
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    /// let e = Error::io("cannot open log.csv", &io);
+    /// assert!(matches!(&e, Error::Io { kind: std::io::ErrorKind::NotFound, .. }));
+    /// assert_eq!(e.to_string(), "I/O error: cannot open log.csv: no such file");
+    /// ```
+    pub fn io(context: impl Into<String>, error: &std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            kind: error.kind(),
+            message: error.to_string(),
         }
     }
 

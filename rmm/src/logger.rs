@@ -129,8 +129,9 @@ impl Log for DebugLogger {
 /// `RMM_DEBUG_LOG_LEVEL` (see the module docs).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an unknown level name, [`Error::Logic`]
-/// when the file cannot be created or a logger is already installed.
+/// [`Error::InvalidArgument`] for an unknown level name, [`Error::Io`]
+/// when the file cannot be created, [`Error::Logic`] when a logger is
+/// already installed.
 pub fn init() -> Result<()> {
     let level = match std::env::var(DEBUG_LOG_LEVEL_VAR) {
         Ok(name) => parse_level(&name).ok_or_else(|| {
@@ -146,13 +147,13 @@ pub fn init() -> Result<()> {
 /// for `None`, to stderr.
 ///
 /// # Errors
-/// [`Error::Logic`] when the file cannot be created or a logger is already
-/// installed.
+/// [`Error::Io`] when the file cannot be created; [`Error::Logic`] when a
+/// logger is already installed.
 pub fn init_with(level: LevelFilter, file: Option<&Path>) -> Result<()> {
     let sink: Box<dyn Write + Send> = match file {
         Some(path) => Box::new(
             File::create(path)
-                .map_err(|e| Error::Logic(format!("cannot create debug log file {}: {e}", path.display())))?,
+                .map_err(|e| Error::io(format!("cannot create debug log file {}", path.display()), &e))?,
         ),
         None => Box::new(io::stderr()),
     };

@@ -46,7 +46,7 @@ pub use memlog::{Action, Event, LogError, MemoryLog};
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the line for anything malformed (see
-/// [`memlog`]); [`Error::Logic`](crate::Error::Logic) for a read error.
+/// [`memlog`]); [`Error::Io`](crate::Error::Io) for a read error.
 pub fn parse_log(reader: impl BufRead) -> Result<Vec<Event>> {
     memlog::read(reader).map(|log| log.events)
 }

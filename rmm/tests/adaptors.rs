@@ -995,7 +995,10 @@ fn logging_file_output_flush_and_env() {
     std::fs::remove_file(&path).unwrap();
 
     let e = LoggingAdaptor::to_file(sim(), "/nonexistent-dir/x/log.csv", false).unwrap_err();
-    assert!(matches!(e, Error::Logic(_)), "{e}");
+    assert!(
+        matches!(&e, Error::Io { kind: std::io::ErrorKind::NotFound, context, .. } if context.contains("log.csv")),
+        "{e}"
+    );
 }
 
 #[test]

@@ -444,7 +444,7 @@ pub fn parse(text: &str) -> Result<MemoryLog, LogError> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a malformed log (from [`LogError`]),
-/// [`Error::Logic`] for a read error.
+/// [`Error::Io`] for a read error.
 ///
 /// ```
 /// let log = rmm::replay::memlog::read("Action,Pointer,Size\nfree,0x10,8\n".as_bytes())?;
@@ -455,7 +455,7 @@ pub fn read(mut reader: impl Read) -> Result<MemoryLog, Error> {
     let mut bytes = Vec::new();
     reader
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::Logic(format!("reading the memory log: {e}")))?;
+        .map_err(|e| Error::io("reading the memory log", &e))?;
     Ok(parse(&String::from_utf8_lossy(&bytes))?)
 }
 
@@ -611,5 +611,27 @@ mod tests {
             matches!(&e, Error::InvalidArgument(m) if m.contains("memory log line 2")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn read_errors_are_io_errors() {
+        struct Broken;
+        impl Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "gone"))
+            }
+        }
+        let e = read(Broken).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::Io {
+                    kind: std::io::ErrorKind::BrokenPipe,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "I/O error: reading the memory log: gone");
     }
 }

@@ -111,8 +111,8 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// truncated.
     ///
     /// # Errors
-    /// [`Error::Logic`] when neither names a file, or the file cannot be
-    /// created or written.
+    /// [`Error::Logic`] when neither names a file; [`Error::Io`] when the
+    /// file cannot be created or written.
     pub fn new(upstream: U, filename: Option<&Path>, auto_flush: bool) -> Result<Self> {
         match filename {
             Some(path) => Self::to_file(upstream, path, auto_flush),
@@ -123,8 +123,8 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// Logs to the file named by `RMM_LOG_FILE` (truncated).
     ///
     /// # Errors
-    /// [`Error::Logic`] when `RMM_LOG_FILE` is not set, or the file cannot be
-    /// created or written.
+    /// [`Error::Logic`] when `RMM_LOG_FILE` is not set; [`Error::Io`] when
+    /// the file cannot be created or written.
     pub fn from_env(upstream: U, auto_flush: bool) -> Result<Self> {
         match std::env::var_os(LOG_FILE_VAR) {
             Some(path) if !path.is_empty() => Self::to_file(upstream, Path::new(&path), auto_flush),
@@ -137,14 +137,14 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// Logs to `path` (created or truncated).
     ///
     /// # Errors
-    /// [`Error::Logic`] when the file cannot be created or written.
+    /// [`Error::Io`] when the file cannot be created or written.
     pub fn to_file(upstream: U, path: impl AsRef<Path>, auto_flush: bool) -> Result<Self> {
         let path = path.as_ref();
         let file = File::create(path).map_err(|e| {
-            Error::Logic(format!(
-                "LoggingAdaptor: cannot create log file {}: {e}",
-                path.display()
-            ))
+            Error::io(
+                format!("LoggingAdaptor: cannot create log file {}", path.display()),
+                &e,
+            )
         })?;
         Self::build(upstream, Box::new(file), auto_flush, Some(path.to_path_buf()))
     }
@@ -152,7 +152,7 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// Logs to any writer (a file, a socket, `Vec<u8>` behind a handle...).
     ///
     /// # Errors
-    /// [`Error::Logic`] when the header cannot be written.
+    /// [`Error::Io`] when the header cannot be written.
     pub fn to_writer(upstream: U, writer: impl Write + Send + 'static, auto_flush: bool) -> Result<Self> {
         Self::build(upstream, Box::new(writer), auto_flush, None)
     }
@@ -165,7 +165,7 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     ) -> Result<Self> {
         let mut sink = BufWriter::with_capacity(64 * 1024, writer);
         let header = writeln!(sink, "{HEADER}").and_then(|()| if auto_flush { sink.flush() } else { Ok(()) });
-        header.map_err(|e| Error::Logic(format!("LoggingAdaptor: cannot write the log header: {e}")))?;
+        header.map_err(|e| Error::io("LoggingAdaptor: cannot write the log header", &e))?;
         Ok(LoggingAdaptor {
             inner: Arc::new(Inner {
                 upstream,
@@ -190,11 +190,11 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// Writes buffered lines to the sink and flushes it.
     ///
     /// # Errors
-    /// [`Error::Logic`] with the I/O error.
+    /// [`Error::Io`] with the I/O error.
     pub fn flush(&self) -> Result<()> {
         lock(&self.inner.sink)
             .flush()
-            .map_err(|e| Error::Logic(format!("LoggingAdaptor: flushing the log failed: {e}")))
+            .map_err(|e| Error::io("LoggingAdaptor: flushing the log failed", &e))
     }
 
     /// Lines that could not be written.
