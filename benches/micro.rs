@@ -27,10 +27,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rmm::exec_policy::ExecPolicy;
-use rmm::mr::{
-    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    MemoryResource, PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource,
-};
+use rmm::mr::by_name::{self, ByNameOptions};
+use rmm::mr::{MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DeviceUvector};
 
 /// One kibibyte.
@@ -68,25 +66,26 @@ fn candidate(name: &'static str, build: impl Fn() -> rmm::Result<SharedResource>
     }
 }
 
+/// A candidate built by the one resource factory, [`rmm::mr::by_name`].
+fn by_name(label: &'static str, name: &'static str, opts: ByNameOptions) -> Candidate {
+    candidate(label, move || by_name::resource(name, &opts))
+}
+
 /// The resources over the simulated device.
 fn simulated_resources() -> Vec<Candidate> {
-    let device = || SimulatedMemoryResource::new(SIMULATED_CAPACITY);
-    let pool = move || PoolMemoryResource::new(device(), PoolOptions::default().initial_pool_size(4 * GIB));
+    let opts = ByNameOptions::default()
+        .simulate(true)
+        .simulated_size(SIMULATED_CAPACITY)
+        .pool_initial_size(4 * GIB)
+        .arena_size(8 * GIB);
     vec![
         Candidate {
             max_bytes: 4 * MIB,
-            ..candidate("sim", move || Ok(SharedResource::new(device())))
+            ..by_name("sim", "simulated", opts.clone())
         },
-        candidate("pool-sim", move || pool().map(SharedResource::new)),
-        candidate("binning-sim", move || {
-            pool()
-                .and_then(|p| BinningMemoryResource::with_fixed_bins(p, 18, 22))
-                .map(SharedResource::new)
-        }),
-        candidate("arena-sim", move || {
-            ArenaMemoryResource::new(device(), ArenaOptions::default().arena_size(8 * GIB))
-                .map(SharedResource::new)
-        }),
+        by_name("pool-sim", "pool", opts.clone()),
+        by_name("binning-sim", "binning", opts.clone()),
+        by_name("arena-sim", "arena", opts),
     ]
 }
 
@@ -94,32 +93,15 @@ fn simulated_resources() -> Vec<Candidate> {
 /// most 4 GiB; the arena 1/2, at most 8 GiB). One exists at a time.
 fn gpu_resources(free: usize) -> Vec<Candidate> {
     let round = |b: usize| rmm::align::align_down(b, ALIGN);
-    let pool_size = round((free / 4).min(4 * GIB));
-    let arena_size = round((free / 2).min(8 * GIB));
-    let pool = move || {
-        PoolMemoryResource::new(
-            CudaMemoryResource::new(),
-            PoolOptions::default().initial_pool_size(pool_size),
-        )
-    };
+    let opts = ByNameOptions::default()
+        .pool_initial_size(round((free / 4).min(4 * GIB)))
+        .arena_size(round((free / 2).min(8 * GIB)));
     vec![
-        candidate("cuda", || Ok(SharedResource::new(CudaMemoryResource::new()))),
-        candidate("cuda_async", || {
-            CudaAsyncMemoryResource::new().map(SharedResource::new)
-        }),
-        candidate("pool", move || pool().map(SharedResource::new)),
-        candidate("binning", move || {
-            pool()
-                .and_then(|p| BinningMemoryResource::with_fixed_bins(p, 18, 22))
-                .map(SharedResource::new)
-        }),
-        candidate("arena", move || {
-            ArenaMemoryResource::new(
-                CudaMemoryResource::new(),
-                ArenaOptions::default().arena_size(arena_size),
-            )
-            .map(SharedResource::new)
-        }),
+        by_name("cuda", "cuda", opts.clone()),
+        by_name("cuda_async", "cuda_async", opts.clone()),
+        by_name("pool", "pool", opts.clone()),
+        by_name("binning", "binning", opts.clone()),
+        by_name("arena", "arena", opts),
     ]
 }
 
