@@ -41,3 +41,38 @@ conformance_suite!(callback_over_cuda, gpu, || {
         move |p, b, al, s| unsafe { cuda.deallocate(p, b, al, s) },
     )
 });
+
+/// Every GPU name of the resource factory builds, allocates and frees on a
+/// GPU, adaptor stacks and `_unchecked` forms included.
+#[test]
+fn gpu_factory_names_build_and_allocate() {
+    rmm::require_gpu!("gpu_factory_names_build_and_allocate");
+    use rmm::mr::by_name::{resource, ByNameOptions};
+    let opts = ByNameOptions::default().arena_size(256 << 20);
+    for name in [
+        "cuda",
+        "cuda_async",
+        "managed",
+        "pinned",
+        "vmpool",
+        "pool",
+        "binning",
+        "arena",
+        "fixed_size",
+        "statistics_pool",
+        "tracking_pool",
+        "thread_safe_arena",
+        "pool_unchecked",
+        "statistics_pool_unchecked",
+        "vmpool_unchecked",
+    ] {
+        let mr = resource(name, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!mr.is_simulated(), "{name}");
+        let p = mr
+            .allocate_sync(4096, 256)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!p.is_null(), "{name}");
+        // SAFETY: `p` came from `mr` with these arguments and is not used again.
+        unsafe { mr.deallocate_sync(p, 4096, 256) };
+    }
+}
