@@ -4,7 +4,7 @@
 //!
 //! | Module | What |
 //! |---|---|
-//! | [`csv`] | tolerant parsers for the allocator benchmark CSV, the kernel benchmark CSV and RMM's memory-event log |
+//! | [`csv`] | tolerant parsers for the allocator and kernel benchmark CSVs; the memory-event log through `rmm::replay::memlog`, the one log parser |
 //! | [`charts`] | SVG charts (ns/op, ratio to RMM, kernel throughput) and a markdown summary of the ratios |
 //! | [`timeline`] | replays a memory-event log: bytes in use, live intervals, statistics, and an SVG of the address space |
 //!
