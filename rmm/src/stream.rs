@@ -346,7 +346,7 @@ impl CudaStream {
     ///
     /// # Errors
     /// The driver's error when no device is usable
-    /// ([`Error::DriverUnavailable`](crate::Error::DriverUnavailable) without
+    /// ([`Error::DriverUnavailable`] without
     /// a driver).
     pub fn new() -> Result<Self> {
         create_stream(false).map(Self::wrap)
