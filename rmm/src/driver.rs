@@ -159,8 +159,8 @@ fn load_library() -> Result<()> {
     // program using CUDA does) and closes it again; it never panics.
     if !unsafe { cu::is_culib_present() } {
         return Err(Error::DriverUnavailable(format!(
-            "CUDA driver library {DRIVER_LIBRARY} not found: install the NVIDIA driver \
-             (only simulated resources work without it)"
+            "CUDA driver library {DRIVER_LIBRARY} not found: install the NVIDIA driver; \
+             only simulated resources work without it"
         )));
     }
     // SAFETY: the library was just found under one of the names culib()
