@@ -16,12 +16,14 @@
 //!   for `launch!`.
 //! * `DeviceUvector::from_cust` adopts a `cust::memory::DeviceBuffer<T>`
 //!   without a copy. cust frees its buffers with `cuMemFree`, so the vector
-//!   frees the memory through a [`CudaMemoryResource`](crate::mr::CudaMemoryResource) (which does the same).
-//!   The buffer must belong to the current device.
+//!   frees the memory through a
+//!   [`mr::CudaMemoryResource`](crate::mr::CudaMemoryResource) (which does
+//!   the same). The buffer must belong to the current device.
 //! * `DeviceUvector::into_cust` goes the other way only when the vector's
-//!   resource is the [`CudaMemoryResource`](crate::mr::CudaMemoryResource) itself (not an adaptor over it,
-//!   not a pool: their memory must go back to them) and its length equals its
-//!   capacity; otherwise the vector is handed back with an [`Error::Logic`].
+//!   resource is the [`mr::CudaMemoryResource`](crate::mr::CudaMemoryResource)
+//!   itself (not an adaptor over it, not a pool: their memory must go back to
+//!   them) and its length equals its capacity; otherwise the vector is handed
+//!   back with an [`Error::Logic`].
 //! * For any other resource, copy instead: `cust::memory::DeviceBuffer::from_slice`
 //!   of [`DeviceUvector::copy_to_host`], or a device-to-device copy through
 //!   `DeviceUvector::as_cust_ptr`.
