@@ -43,8 +43,9 @@ use crate::driver;
 use crate::error::{Error, Result};
 
 /// The driver stream a [`CudaStream`] owns: with the `cust` feature, cust's
-/// `Stream` (so that streams convert to and from cust without a copy of the
-/// handle's ownership); otherwise our own, destroyed through the driver module.
+/// `Stream` (so that a stream converts to and from cust, which cannot adopt a
+/// raw handle); otherwise our own, made and destroyed through the driver
+/// module.
 #[cfg(not(feature = "cust"))]
 #[derive(Debug)]
 struct Stream {
@@ -346,8 +347,7 @@ impl CudaStream {
     ///
     /// # Errors
     /// The driver's error when no device is usable
-    /// ([`Error::DriverUnavailable`] without
-    /// a driver).
+    /// ([`Error::DriverUnavailable`] without a driver).
     pub fn new() -> Result<Self> {
         create_stream(false).map(Self::wrap)
     }
