@@ -343,7 +343,8 @@ impl DeviceBuffer {
         self.ptr
     }
 
-    /// The address as a cust pointer, for `launch!` arguments.
+    /// The address as a cust pointer, for `launch!` arguments (`cust` feature).
+    #[cfg(feature = "cust")]
     pub fn as_cust<T: cust::memory::DeviceCopy>(&self) -> cust::memory::DevicePointer<T> {
         self.ptr.as_cust()
     }

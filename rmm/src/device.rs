@@ -22,6 +22,25 @@ impl std::fmt::Display for DeviceId {
     }
 }
 
+/// Loads the CUDA driver library and initialises the driver (once per
+/// process; later calls return the first answer). Every call that needs the
+/// driver does this itself; call it to learn *why* no GPU is usable.
+///
+/// # Errors
+/// [`Error::DriverUnavailable`] when the driver library (`libcuda.so.1`)
+/// cannot be loaded or lacks an entry point `rmm` uses; the driver's error
+/// (e.g. `CUDA_ERROR_NO_DEVICE`) when it loads but cannot initialise.
+///
+/// ```
+/// // Runs anywhere: without a driver this says which library is missing.
+/// if let Err(e) = rmm::device::init_driver() {
+///     println!("no usable GPU: {e}");
+/// }
+/// ```
+pub fn init_driver() -> Result<()> {
+    driver::init()
+}
+
 /// True when the driver loads and reports at least one GPU.
 ///
 /// ```

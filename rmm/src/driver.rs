@@ -6,9 +6,19 @@
 //!
 //! The rest of `rmm` sees safe(ish) functions that take and return plain
 //! integers ([`DevicePtr`] addresses, stream and event handles as `usize`) and
-//! a [`Result`]. Swapping the binding (cust's `cust::sys` today, cudarc
-//! tomorrow) touches this file alone. Status codes become [`Error`]s through
-//! [`Error::from_cuda`], the one place where out-of-memory is recognised.
+//! a [`Result`]. The binding is cudarc's raw `cudarc::driver::sys` (CUDA 12.8
+//! declarations), with the driver library loaded at run time: nothing of CUDA
+//! is needed to build, and a binary starts on a machine without the NVIDIA
+//! driver. Status codes become [`Error`]s through [`Error::from_cuda`], the
+//! one place where out-of-memory is recognised.
+//!
+//! # Without a driver
+//! cudarc panics when a function is called and the library (or the symbol)
+//! cannot be loaded. [`init`] therefore first checks that the library loads
+//! and exports every entry point named in [`ENTRY_POINTS`]; otherwise it
+//! returns [`Error::DriverUnavailable`], and so does every function here,
+//! since each one calls [`init`] (directly or through [`ensure_context`])
+//! before its first driver call. [`device_count`] is then 0.
 //!
 //! Contexts follow the CUDA runtime's model: each device's *primary* context
 //! is retained once and kept for the life of the process (the same context
@@ -23,7 +33,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use cust::sys as cu;
+use cudarc::driver::sys as cu;
 
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
@@ -72,12 +82,120 @@ macro_rules! call {
 // Initialisation, devices and contexts
 // ---------------------------------------------------------------------------
 
+/// The driver library as the NVIDIA driver installs it (what error messages name).
+const DRIVER_LIBRARY: &str = if cfg!(windows) {
+    "nvcuda.dll"
+} else {
+    "libcuda.so.1"
+};
+
+/// Every driver entry point this module calls, checked once by [`init`]
+/// before the first call: cudarc panics on a missing symbol, we return an
+/// error instead. Keep in step with the `call!`s below (the test
+/// `entry_points_cover_every_call` reads this file and checks it).
+const ENTRY_POINTS: &[&str] = &[
+    "cuGetErrorName",
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxGetDevice",
+    "cuMemGetInfo_v2",
+    "cuDeviceGetAttribute",
+    "cuCtxSynchronize",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocManaged",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemAllocFromPoolAsync",
+    "cuMemFreeAsync",
+    "cuMemPoolCreate",
+    "cuMemPoolDestroy",
+    "cuMemPoolSetAttribute",
+    "cuMemPoolGetAttribute",
+    "cuMemGetAllocationGranularity",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemMap",
+    "cuMemSetAccess",
+    "cuMemUnmap",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamQuery",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuMemcpyAsync",
+    "cuMemcpyPeerAsync",
+    "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuMemPrefetchAsync",
+    "cuMemRangeGetAttribute",
+    "cuPointerGetAttribute",
+    "cuDeviceCanAccessPeer",
+    "cuCtxEnablePeerAccess",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuLaunchKernel",
+];
+
+/// Checks that the driver library loads and exports [`ENTRY_POINTS`], so
+/// that no cudarc call below can panic on a missing library or symbol.
+fn load_library() -> Result<()> {
+    // SAFETY: is_culib_present only tries to open the library under its
+    // usual names (running the driver library's own initialisers, as any
+    // program using CUDA does) and closes it again; it never panics.
+    if !unsafe { cu::is_culib_present() } {
+        return Err(Error::DriverUnavailable(format!(
+            "CUDA driver library {DRIVER_LIBRARY} not found: install the NVIDIA driver; \
+             only simulated resources work without it"
+        )));
+    }
+    // SAFETY: the library was just found under one of the names culib()
+    // tries, so culib() loads it (once, kept for the process) and does not
+    // panic.
+    let lib = unsafe { cu::culib() };
+    let missing: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .copied()
+        // SAFETY: the symbol is only looked up, never called through the
+        // placeholder type given here.
+        .filter(|name| unsafe { lib.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::DriverUnavailable(format!(
+            "CUDA driver library {DRIVER_LIBRARY} lacks {}: update the NVIDIA driver \
+             (rmm uses the CUDA 12.8 driver API)",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 static INIT: OnceLock<Result<()>> = OnceLock::new();
 
-/// Initialises the driver once per process. Fails with the driver's error
-/// (e.g. `CUDA_ERROR_NO_DEVICE`) on machines without a usable GPU.
+/// Loads the driver library and initialises the driver, once per process.
+/// Fails with [`Error::DriverUnavailable`] when the library cannot be loaded
+/// (no NVIDIA driver installed), and with the driver's error (e.g.
+/// `CUDA_ERROR_NO_DEVICE`) on machines without a usable GPU.
 pub fn init() -> Result<()> {
-    INIT.get_or_init(|| call!(cuInit(0))).clone()
+    INIT.get_or_init(|| {
+        load_library()?;
+        call!(cuInit(0))
+    })
+    .clone()
 }
 
 /// Number of CUDA devices; 0 when the driver cannot initialise.
@@ -330,8 +448,9 @@ pub fn mem_pool_create(device: i32, handle_types: u32) -> Result<usize> {
     // SAFETY: CUmemPoolProps is a plain C struct for which all-zero is valid.
     let mut props: cu::CUmemPoolProps = unsafe { std::mem::zeroed() };
     props.allocType = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-    // SAFETY: the handle-type enum is a C bit set; the driver validates the bits.
-    props.handleTypes = unsafe { std::mem::transmute::<u32, cu::CUmemAllocationHandleType>(handle_types) };
+    // The handle-type "enum" is a C bit set (a newtype in cudarc); the driver
+    // validates the bits.
+    props.handleTypes = cu::CUmemAllocationHandleType(handle_types);
     props.location = cu::CUmemLocation {
         type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
         id: device,
@@ -473,6 +592,33 @@ pub unsafe fn vmm_unmap(ptr: DevicePtr, bytes: usize) -> Result<()> {
 // ---------------------------------------------------------------------------
 // Streams and events
 // ---------------------------------------------------------------------------
+
+/// Creates a stream (`cuStreamCreate`); `non_blocking` sets
+/// `CU_STREAM_NON_BLOCKING` (no implicit synchronisation with the legacy
+/// default stream). (With the `cust` feature, cust makes the streams.)
+#[cfg(not(feature = "cust"))]
+pub fn stream_create(non_blocking: bool) -> Result<usize> {
+    ensure_context()?;
+    let mut s: cu::CUstream = std::ptr::null_mut();
+    let flags = if non_blocking {
+        cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
+    } else {
+        cu::CUstream_flags::CU_STREAM_DEFAULT as u32
+    };
+    call!(cuStreamCreate(&mut s, flags))?;
+    Ok(s as usize)
+}
+
+/// Destroys a stream (`cuStreamDestroy`); work already queued on it still
+/// completes.
+///
+/// # Safety
+/// `stream` came from [`stream_create`] and is not used after.
+#[cfg(not(feature = "cust"))]
+pub unsafe fn stream_destroy(stream: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuStreamDestroy_v2(stream as cu::CUstream))
+}
 
 /// Blocks until all work on `stream` has finished.
 pub fn stream_synchronize(stream: usize) -> Result<()> {
@@ -777,4 +923,47 @@ pub unsafe fn launch_kernel(
         params.as_mut_ptr(),
         std::ptr::null_mut()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ENTRY_POINTS;
+
+    /// Every `cu*` function this file calls is in [`ENTRY_POINTS`], so that
+    /// [`super::init`] checks it before cudarc could panic on it.
+    #[test]
+    fn entry_points_cover_every_call() {
+        let source = include_str!("driver.rs");
+        let mut called = Vec::new();
+        for marker in ["call!(", "cu::"] {
+            for (at, _) in source.match_indices(marker) {
+                let name: String = source[at + marker.len()..]
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name.starts_with("cu") {
+                    called.push(name);
+                }
+            }
+        }
+        called.sort();
+        called.dedup();
+        // Driver entry points are `cu` + a capital letter; this keeps out the
+        // markers in this test and cudarc's loader helpers (`cu::culib`).
+        called.retain(|n| n.len() > 2 && n.as_bytes()[2].is_ascii_uppercase());
+        assert!(called.len() > 40, "found only {called:?}");
+        for name in &called {
+            assert!(
+                ENTRY_POINTS.contains(&name.as_str()),
+                "{name} is called but not in ENTRY_POINTS"
+            );
+        }
+        for name in ENTRY_POINTS {
+            assert!(
+                called.iter().any(|c| c == name),
+                "{name} is in ENTRY_POINTS but never called"
+            );
+        }
+    }
 }

@@ -19,6 +19,13 @@ pub enum Error {
         /// The driver call or operation that failed.
         call: &'static str,
     },
+    /// The CUDA driver library could not be loaded (no NVIDIA driver on this
+    /// machine) or lacks an entry point `rmm` calls (a driver too old). Every
+    /// call that needs the driver returns it; simulated resources still work.
+    /// The message names the library, e.g. `CUDA driver library
+    /// libcuda.so.1 not found: install the NVIDIA driver ...`.
+    #[error("{0}")]
+    DriverUnavailable(String),
     /// The request could not be satisfied because memory ran out (device,
     /// pool, arena or a configured limit). The message contains `out_of_memory`.
     #[error("out_of_memory: failed to allocate {requested} bytes: {reason}")]

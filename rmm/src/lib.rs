@@ -32,6 +32,22 @@
 //! unsafe { mr.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT) };
 //! # Ok::<(), rmm::Error>(())
 //! ```
+//!
+//! # The driver
+//! The CUDA driver library (`libcuda.so.1`) is loaded at run time, at the
+//! first call that needs it: building needs nothing of CUDA, and a program
+//! starts on a machine without the NVIDIA driver. There every call that
+//! needs the driver returns [`Error::DriverUnavailable`] (naming the missing
+//! library), [`device::device_count`] is 0, and the simulated resource works.
+//!
+//! # Features
+//! * `cust`: interop with Rust-CUDA's `cust` 0.3 (stream and pointer
+//!   conversions such as `CudaStream::as_cust` / `into_cust`, the
+//!   `DeviceCopy`-typed `as_cust_ptr`, `DeviceUvector::from_cust` /
+//!   `into_cust`). cust links `libcuda` at build time (set
+//!   `CUDA_LIBRARY_PATH`), so binaries built with it need the driver to
+//!   start. Off by default; without it no type of the public API comes from
+//!   a driver binding.
 
 pub mod align;
 pub mod buffer;

@@ -54,7 +54,9 @@ impl DevicePtr {
         self.0 as usize as *mut T
     }
 
-    /// A cust device pointer of element type `T`, for `launch!` arguments.
+    /// A cust device pointer of element type `T`, for `launch!` arguments
+    /// (`cust` feature).
+    #[cfg(feature = "cust")]
     pub fn as_cust<T: cust::memory::DeviceCopy>(self) -> cust::memory::DevicePointer<T> {
         cust::memory::DevicePointer::from_raw(self.0)
     }

@@ -1,5 +1,6 @@
 //! [`DeviceScalar`]: one value in device memory (`rmm::device_scalar`).
 
+#[cfg(feature = "cust")]
 use cust::memory::DeviceCopy;
 
 use crate::pod::DevicePod;
@@ -113,7 +114,8 @@ impl<T: DevicePod> DeviceScalar<T> {
         self.inner.data()
     }
 
-    /// The address as a cust pointer, for `launch!`.
+    /// The address as a cust pointer, for `launch!` (`cust` feature).
+    #[cfg(feature = "cust")]
     pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T>
     where
         T: DeviceCopy,

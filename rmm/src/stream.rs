@@ -36,10 +36,71 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+#[cfg(feature = "cust")]
 use cust::stream::{Stream, StreamFlags};
 
 use crate::driver;
 use crate::error::{Error, Result};
+
+/// The driver stream a [`CudaStream`] owns: with the `cust` feature, cust's
+/// `Stream` (so that a stream converts to and from cust, which cannot adopt a
+/// raw handle); otherwise our own, made and destroyed through the driver
+/// module.
+#[cfg(not(feature = "cust"))]
+#[derive(Debug)]
+struct Stream {
+    raw: usize,
+}
+
+#[cfg(not(feature = "cust"))]
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from driver::stream_create and this value is its
+        // only owner (shared through an `Arc`, dropped once); nothing uses the
+        // handle after.
+        if let Err(e) = unsafe { driver::stream_destroy(self.raw) } {
+            log::warn!("destroying stream {:#x}: {e}", self.raw);
+        }
+    }
+}
+
+/// Makes a stream; `non_blocking`: no implicit synchronisation with the
+/// legacy default stream.
+#[cfg(not(feature = "cust"))]
+fn create_stream(non_blocking: bool) -> Result<Stream> {
+    driver::stream_create(non_blocking).map(|raw| Stream { raw })
+}
+
+#[cfg(feature = "cust")]
+fn create_stream(non_blocking: bool) -> Result<Stream> {
+    let flags = if non_blocking {
+        StreamFlags::NON_BLOCKING
+    } else {
+        StreamFlags::DEFAULT
+    };
+    create_cust_stream(flags)
+}
+
+#[cfg(feature = "cust")]
+fn create_cust_stream(flags: StreamFlags) -> Result<Stream> {
+    driver::ensure_context()?;
+    Stream::new(flags, None).map_err(|e| Error::Cuda {
+        code: e as u32,
+        name: "cuStreamCreate failed",
+        call: "cuStreamCreate",
+    })
+}
+
+/// The raw handle of an owned stream.
+#[cfg(not(feature = "cust"))]
+fn raw_handle(s: &Stream) -> usize {
+    s.raw
+}
+
+#[cfg(feature = "cust")]
+fn raw_handle(s: &Stream) -> usize {
+    s.as_inner() as usize
+}
 
 /// A non-owning, copyable handle to a CUDA stream, valid for `'a`.
 ///
@@ -285,9 +346,10 @@ impl CudaStream {
     /// A new stream that synchronises with the legacy default stream.
     ///
     /// # Errors
-    /// The driver's error when no device is usable.
+    /// The driver's error when no device is usable
+    /// ([`Error::DriverUnavailable`] without a driver).
     pub fn new() -> Result<Self> {
-        Self::with_flags(StreamFlags::DEFAULT)
+        create_stream(false).map(Self::wrap)
     }
 
     /// A new stream that does not synchronise with the legacy default stream.
@@ -295,27 +357,28 @@ impl CudaStream {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn non_blocking() -> Result<Self> {
-        Self::with_flags(StreamFlags::NON_BLOCKING)
+        create_stream(true).map(Self::wrap)
     }
 
     /// A new stream with cust's flags.
     ///
     /// # Errors
     /// As [`new`](Self::new).
+    #[cfg(feature = "cust")]
     pub fn with_flags(flags: StreamFlags) -> Result<Self> {
-        driver::ensure_context()?;
-        let inner = Stream::new(flags, None).map_err(|e| Error::Cuda {
-            code: e as u32,
-            name: "cuStreamCreate failed",
-            call: "cuStreamCreate",
-        })?;
-        Ok(CudaStream::from(inner))
+        create_cust_stream(flags).map(Self::wrap)
+    }
+
+    fn wrap(inner: Stream) -> Self {
+        CudaStream {
+            inner: Arc::new(inner),
+        }
     }
 
     /// A view of this stream; it borrows the stream and cannot outlive it.
     pub fn view(&self) -> CudaStreamView<'_> {
         CudaStreamView {
-            raw: self.inner.as_inner() as usize,
+            raw: raw_handle(&self.inner),
             owner: Some(&self.inner),
         }
     }
@@ -329,6 +392,7 @@ impl CudaStream {
     }
 
     /// The cust stream inside, for `launch!`.
+    #[cfg(feature = "cust")]
     pub fn as_cust(&self) -> &Stream {
         &self.inner
     }
@@ -338,16 +402,16 @@ impl CudaStream {
     ///
     /// # Errors
     /// `self`, unchanged, when the stream is shared.
+    #[cfg(feature = "cust")]
     pub fn into_cust(self) -> std::result::Result<Stream, Self> {
         Arc::try_unwrap(self.inner).map_err(|inner| CudaStream { inner })
     }
 }
 
+#[cfg(feature = "cust")]
 impl From<Stream> for CudaStream {
     fn from(inner: Stream) -> Self {
-        CudaStream {
-            inner: Arc::new(inner),
-        }
+        CudaStream::wrap(inner)
     }
 }
 

@@ -45,14 +45,14 @@ pub fn gpu_available_or_skip(test: &str) -> bool {
     if crate::device::is_available() {
         return true;
     }
+    let why = crate::driver::init()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| "no device".into());
     if std::env::var(REQUIRE_GPU_VAR).is_ok_and(|v| v == "1") {
-        let why = crate::driver::init()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "no device".into());
         panic!("{test}: no usable GPU ({why}) and {REQUIRE_GPU_VAR}=1");
     }
-    report_skip(test, "no GPU");
+    report_skip(test, &format!("no GPU: {why}"));
     false
 }
 

@@ -7,37 +7,50 @@
 //! an element that was never written returns those bytes as a `T`, which is
 //! unspecified but never undefined behaviour.
 //!
-//! # Interop with cust
-//! * [`DeviceUvector::data`] is the raw address; [`DeviceUvector::as_cust_ptr`]
-//!   is a `cust::memory::DevicePointer<T>` for `launch!`; the spans
-//!   ([`DeviceUvector::as_span`], [`DeviceUvector::as_span_mut`]) are what
-//!   the kernels of `rmm-suite` take.
-//! * [`DeviceUvector::from_cust`] adopts a `cust::memory::DeviceBuffer<T>`
+//! # Interop with cust (the `cust` feature)
+//! [`DeviceUvector::data`] is the raw address, and the spans
+//! ([`DeviceUvector::as_span`], [`DeviceUvector::as_span_mut`]) are what the
+//! kernels of `rmm-suite` take ([`crate::launch`]). With the `cust` feature
+//! (which links libcuda at build time), for Rust-CUDA code:
+//! * `DeviceUvector::as_cust_ptr` is a `cust::memory::DevicePointer<T>`
+//!   for `launch!`.
+//! * `DeviceUvector::from_cust` adopts a `cust::memory::DeviceBuffer<T>`
 //!   without a copy. cust frees its buffers with `cuMemFree`, so the vector
-//!   frees the memory through a [`CudaMemoryResource`] (which does the same).
-//!   The buffer must belong to the current device.
-//! * [`DeviceUvector::into_cust`] goes the other way only when the vector's
-//!   resource is the [`CudaMemoryResource`] itself (not an adaptor over it,
-//!   not a pool: their memory must go back to them) and its length equals its
-//!   capacity; otherwise the vector is handed back with an [`Error::Logic`].
+//!   frees the memory through a
+//!   [`mr::CudaMemoryResource`](crate::mr::CudaMemoryResource) (which does
+//!   the same). The buffer must belong to the current device.
+//! * `DeviceUvector::into_cust` goes the other way only when the vector's
+//!   resource is the [`mr::CudaMemoryResource`](crate::mr::CudaMemoryResource)
+//!   itself (not an adaptor over it, not a pool: their memory must go back to
+//!   them) and its length equals its capacity; otherwise the vector is handed
+//!   back with an [`Error::Logic`].
 //! * For any other resource, copy instead: `cust::memory::DeviceBuffer::from_slice`
 //!   of [`DeviceUvector::copy_to_host`], or a device-to-device copy through
-//!   [`DeviceUvector::as_cust_ptr`].
+//!   `DeviceUvector::as_cust_ptr`.
 
 use std::mem::{size_of, MaybeUninit};
 
+#[cfg(feature = "cust")]
 use cust::memory::DeviceCopy;
 
 use crate::pod::DevicePod;
 
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
-use crate::buffer::{DeviceBuffer, RawBufferParts};
-use crate::device::{current_device, DeviceId};
+use crate::buffer::DeviceBuffer;
+#[cfg(feature = "cust")]
+use crate::buffer::RawBufferParts;
+#[cfg(feature = "cust")]
+use crate::device::current_device;
+use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::mr::{current_device_resource, CudaMemoryResource, MemoryResource, SharedResource};
+#[cfg(feature = "cust")]
+use crate::mr::CudaMemoryResource;
+use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::span::{DeviceSpan, DeviceSpanMut, SpanInfo};
-use crate::stream::{CudaStreamView, StreamRef};
+use crate::stream::CudaStreamView;
+#[cfg(feature = "cust")]
+use crate::stream::StreamRef;
 
 /// Byte size of `n` elements of `T`, checked.
 ///
@@ -95,7 +108,8 @@ pub struct DeviceUvector<T: DevicePod> {
 }
 
 /// Returned by [`DeviceUvector::into_cust`] when the memory cannot be handed
-/// to cust; gives the vector back.
+/// to cust; gives the vector back (`cust` feature).
+#[cfg(feature = "cust")]
 #[derive(Debug)]
 pub struct IntoCustError<T: DevicePod> {
     /// Why it failed ([`Error::Logic`]).
@@ -251,7 +265,8 @@ impl<T: DevicePod> DeviceUvector<T> {
         self.buf.data()
     }
 
-    /// The first element's address as a cust pointer, for `launch!`.
+    /// The first element's address as a cust pointer, for `launch!` (`cust` feature).
+    #[cfg(feature = "cust")]
     pub fn as_cust_ptr(&self) -> cust::memory::DevicePointer<T>
     where
         T: DeviceCopy,
@@ -474,7 +489,7 @@ impl<T: DevicePod> DeviceUvector<T> {
         }
     }
 
-    /// Adopts a cust buffer. cust allocates with `cuMemAlloc` (and frees with
+    /// Adopts a cust buffer (`cust` feature). cust allocates with `cuMemAlloc` (and frees with
     /// `cuMemFree`), which is exactly what [`CudaMemoryResource`] does, so the
     /// vector takes the memory over without a copy and frees it through a
     /// `CudaMemoryResource`. The buffer must belong to the current device.
@@ -485,6 +500,7 @@ impl<T: DevicePod> DeviceUvector<T> {
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero-sized `T`; the driver's error
     /// when no device is current. On error the cust buffer is dropped (freed).
+    #[cfg(feature = "cust")]
     pub fn from_cust(buffer: cust::memory::DeviceBuffer<T>, stream: CudaStreamView) -> Result<Self>
     where
         T: DeviceCopy,
@@ -516,8 +532,8 @@ impl<T: DevicePod> DeviceUvector<T> {
         })
     }
 
-    /// Hands the memory to a cust buffer (which frees it with `cuMemFree` on
-    /// drop). Only possible when the vector's resource is the
+    /// Hands the memory to a cust buffer (`cust` feature), which frees it
+    /// with `cuMemFree` on drop. Only possible when the vector's resource is the
     /// [`CudaMemoryResource`] (any other resource must free its own memory)
     /// and its length equals its capacity (cust knows no capacity). The
     /// vector's stream is synchronised first, since cust's buffer is not
@@ -526,6 +542,7 @@ impl<T: DevicePod> DeviceUvector<T> {
     /// # Errors
     /// [`IntoCustError`] with [`Error::Logic`] (or the synchronisation error)
     /// and the unchanged vector.
+    #[cfg(feature = "cust")]
     pub fn into_cust(self) -> std::result::Result<cust::memory::DeviceBuffer<T>, IntoCustError<T>>
     where
         T: DeviceCopy,

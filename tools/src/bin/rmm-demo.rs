@@ -555,6 +555,9 @@ fn choose_target(args: &Args) -> (Target, Sizes) {
     if args.simulated {
         return simulated("--simulated was given");
     }
+    if let Err(e) = rmm::device::init_driver() {
+        return simulated(&format!("no usable GPU ({e})"));
+    }
     if !rmm::device::is_available() {
         return simulated("the CUDA driver reports no device on this machine");
     }
