@@ -18,6 +18,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=kernels/src");
     println!("cargo:rerun-if-changed=kernels/Cargo.toml");
+    println!("cargo:rerun-if-changed=kernel-abi/src");
+    println!("cargo:rerun-if-changed=kernel-abi/Cargo.toml");
     println!("cargo:rerun-if-env-changed=RMM_PTX_ARCH");
 
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());

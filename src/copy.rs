@@ -1,8 +1,9 @@
 //! Device-to-device copies through the Rust copy kernel.
 
+use kernel_abi::BLOCK;
 use rmm::{CudaStreamView, DevicePtr, Error, Result};
 
-use crate::kernels::{Kernels, BLOCK_SIZE};
+use crate::kernels::Kernels;
 
 /// Copies `bytes` bytes from `src` to `dst` in `stream` order with the
 /// `rmm_copy_bytes` kernel (16-byte vector moves where alignment allows).
@@ -24,12 +25,21 @@ pub unsafe fn copy_bytes(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: C
         )));
     }
     let k = Kernels::current()?;
-    let grid = k.grid_for(bytes.div_ceil(16), BLOCK_SIZE);
+    let grid = k.grid_for(bytes.div_ceil(16), BLOCK);
     let (mut dp, mut sp, mut np) = (d, s, n);
     let mut params = crate::kernel_params!(dp, sp, np);
     // SAFETY: parameters match `(dst: *mut u8, src: *const u8, n: usize)`;
     // the caller guarantees the memory.
-    unsafe { k.launch("rmm_copy_bytes", grid, BLOCK_SIZE, 0, stream, &mut params) }
+    unsafe {
+        k.launch(
+            kernel_abi::elementwise::COPY_BYTES,
+            grid,
+            BLOCK,
+            0,
+            stream,
+            &mut params,
+        )
+    }
 }
 
 /// Copies `n` elements of `T` from `src` to `dst`; see [`copy_bytes`].

@@ -1,8 +1,9 @@
 //! Fill device memory with one value, for 1, 2, 4 and 8-byte element types.
 
+use kernel_abi::BLOCK;
 use rmm::{CudaStreamView, DevicePtr, Error, Result};
 
-use crate::kernels::{Kernels, BLOCK_SIZE};
+use crate::kernels::Kernels;
 
 /// Element types the fill kernels can write: any `Copy` type of 1, 2, 4 or 8
 /// bytes, written as its bit pattern.
@@ -49,14 +50,10 @@ pub unsafe fn fill_raw<T: FillValue>(
         return Ok(());
     }
     let k = Kernels::current()?;
-    let name = match size {
-        1 => "rmm_fill_u8",
-        2 => "rmm_fill_u16",
-        4 => "rmm_fill_u32",
-        8 => "rmm_fill_u64",
-        other => return Err(Error::InvalidArgument(format!("fill: element size {other}"))),
+    let Some(name) = kernel_abi::elementwise::fill(size) else {
+        return Err(Error::InvalidArgument(format!("fill: element size {size}")));
     };
-    let grid = k.grid_for(n.div_ceil(16 / size), BLOCK_SIZE);
+    let grid = k.grid_for(n.div_ceil(16 / size), BLOCK);
     let mut p = ptr.addr();
     let mut count = n as u64;
     let bits = value.bits();
@@ -75,5 +72,5 @@ pub unsafe fn fill_raw<T: FillValue>(
     ];
     // SAFETY: parameters match `(ptr: *mut T, n: usize, value: T)`; the caller
     // guarantees the memory.
-    unsafe { k.launch(name, grid, BLOCK_SIZE, 0, stream, &mut params) }
+    unsafe { k.launch(name, grid, BLOCK, 0, stream, &mut params) }
 }

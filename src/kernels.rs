@@ -11,9 +11,6 @@ use rmm::{CudaStreamView, Result};
 /// The PTX of `kernels/`, built by `build.rs`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/rmm_kernels.ptx"));
 
-/// Threads per block used by the element-wise kernels.
-pub const BLOCK_SIZE: u32 = 256;
-
 /// The kernels module loaded on one device, with its functions by name.
 #[derive(Debug)]
 pub struct Kernels {

@@ -7,6 +7,7 @@
 //!
 //! | Item | What |
 //! |---|---|
+//! | [`kernel_abi`] | kernel names, block and tile sizes, mode bits (shared with `kernels/`) |
 //! | [`kernels::PTX`] | the embedded PTX text |
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
@@ -30,6 +31,7 @@ pub mod scan;
 pub mod sequence;
 pub mod sort;
 
+pub use kernel_abi;
 pub use rmm;
 
 /// The README's examples, compiled as doc tests.

@@ -8,15 +8,13 @@
 //! and `max` ignore NaNs (like `f32::min`) and give NaN only when every
 //! element is NaN.
 
+use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::launch::memcpy_async;
 use rmm::{DevicePtr, DeviceSpan, Result};
 
 use crate::kernels::Kernels;
 use crate::numeric::Numeric;
-
-/// Threads per block of the reduction kernels (fixed by the kernels).
-const BLOCK: u32 = 256;
 
 fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &ExecPolicy) -> Result<T> {
     policy.launch_ordered(kernel, &[input.info()], |stream| {
@@ -81,7 +79,7 @@ pub fn sum<T: Numeric>(input: DeviceSpan<'_, T>, policy: &ExecPolicy) -> Result<
     if input.is_empty() {
         return Ok(T::ZERO);
     }
-    reduce(input, T::SUM, policy)
+    reduce(input, T::KERNELS.reduce_sum, policy)
 }
 
 /// Smallest element, `None` for an empty span; synchronises the stream.
@@ -98,7 +96,7 @@ pub fn min<T: Numeric>(input: DeviceSpan<'_, T>, policy: &ExecPolicy) -> Result<
     if input.is_empty() {
         return Ok(None);
     }
-    reduce(input, T::MIN, policy).map(Some)
+    reduce(input, T::KERNELS.reduce_min, policy).map(Some)
 }
 
 /// Largest element, `None` for an empty span; synchronises the stream.
@@ -115,5 +113,5 @@ pub fn max<T: Numeric>(input: DeviceSpan<'_, T>, policy: &ExecPolicy) -> Result<
     if input.is_empty() {
         return Ok(None);
     }
-    reduce(input, T::MAX, policy).map(Some)
+    reduce(input, T::KERNELS.reduce_max, policy).map(Some)
 }

@@ -6,16 +6,13 @@
 //! offset. Integer sums wrap; float sums are grouped differently from a
 //! sequential loop, so they may round differently.
 
+use kernel_abi::scan::TILE;
+use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result};
 
 use crate::kernels::Kernels;
 use crate::numeric::Numeric;
-
-/// Threads per block of the scan kernels (fixed by the kernels).
-const BLOCK: u32 = 256;
-/// Elements per tile (256 threads × 8), as in the kernels.
-const TILE: usize = 2048;
 
 /// The launch shape of a scan over `n` elements: `(grid, tiles_per_block)`.
 pub(crate) fn plan(k: &Kernels, n: usize) -> (u32, usize) {
@@ -54,11 +51,11 @@ pub(crate) unsafe fn scan_raw<T: Numeric>(
     // `(input, n, tiles_per_block, block_sums)`, `(data, m)` and
     // `(input, output, n, tiles_per_block, block_sums)`; memory per contract.
     unsafe {
-        k.launch(T::SCAN_PARTIALS, grid, BLOCK, 0, stream, &mut p1)?;
+        k.launch(T::KERNELS.scan_partials, grid, BLOCK, 0, stream, &mut p1)?;
         let mut p2 = crate::kernel_params!(bs, g);
-        k.launch(T::SCAN_SINGLE, 1, BLOCK, 0, stream, &mut p2)?;
+        k.launch(T::KERNELS.scan_single, 1, BLOCK, 0, stream, &mut p2)?;
         let mut p3 = crate::kernel_params!(i, o, cnt, tpb, bs);
-        k.launch(T::SCAN_DOWN, grid, BLOCK, 0, stream, &mut p3)
+        k.launch(T::KERNELS.scan_down, grid, BLOCK, 0, stream, &mut p3)
     }
 }
 

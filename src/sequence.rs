@@ -1,9 +1,10 @@
 //! Sequence (iota): `out[i] = init + i * step`.
 
+use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::{DeviceSpanMut, Result};
 
-use crate::kernels::{Kernels, BLOCK_SIZE};
+use crate::kernels::Kernels;
 use crate::numeric::Numeric;
 
 /// Writes `init + i * step` into `out[i]` on the policy's stream (integers
@@ -26,12 +27,12 @@ pub fn sequence<T: Numeric>(out: DeviceSpanMut<'_, T>, init: T, step: T, policy:
     }
     policy.launch_ordered("sequence", &[out.info()], |stream| {
         let k = Kernels::current()?;
-        let grid = k.grid_for(n, BLOCK_SIZE);
+        let grid = k.grid_for(n, BLOCK);
         let (mut p, mut count, mut i, mut s) = (out.ptr().addr(), n as u64, init, step);
         let mut params = crate::kernel_params!(p, count, i, s);
         // SAFETY: parameters match `(out: *mut T, n: usize, init: T, step: T)`;
         // the span guarantees `n` writable elements it borrows exclusively,
         // ordered with its owner's stream.
-        unsafe { k.launch(T::SEQUENCE, grid, BLOCK_SIZE, 0, stream, &mut params) }
+        unsafe { k.launch(T::KERNELS.sequence, grid, BLOCK, 0, stream, &mut params) }
     })
 }

@@ -18,17 +18,13 @@
 //!
 //! At most `u32::MAX` keys per call.
 
+use kernel_abi::sort::{MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX};
+use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 
 use crate::kernels::Kernels;
 use crate::scan;
-
-/// Threads per block of the sort kernels (fixed by the kernels).
-const BLOCK: u32 = 256;
-const MODE_SIGNED: u32 = 1;
-const MODE_FLOAT: u32 = 2;
-const MODE_DESCENDING: u32 = 4;
 
 /// Sort direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -65,16 +61,6 @@ radix_key!(
     u32: false, 0; i32: false, MODE_SIGNED; f32: false, MODE_FLOAT;
     u64: true, 0; i64: true, MODE_SIGNED; f64: true, MODE_FLOAT
 );
-
-/// Every sort kernel name, for PTX checks.
-pub const KERNEL_NAMES: [&str; 6] = [
-    "rmm_radix_upsweep_32",
-    "rmm_radix_downsweep_32",
-    "rmm_radix_downsweep_pairs_32",
-    "rmm_radix_upsweep_64",
-    "rmm_radix_downsweep_64",
-    "rmm_radix_downsweep_pairs_64",
-];
 
 fn overlaps(a: u64, a_bytes: usize, b: u64, b_bytes: usize) -> bool {
     a_bytes > 0 && b_bytes > 0 && a < b.saturating_add(b_bytes as u64) && b < a.saturating_add(a_bytes as u64)
@@ -163,19 +149,14 @@ unsafe fn radix_passes<K: RadixKey>(
     let k = Kernels::current()?;
     let key_bytes = std::mem::size_of::<K>();
     // Keys per thread per downsweep tile, as compiled into each kernel.
-    let (items, up, down) = match (K::WIDE, b.vals.is_some()) {
-        (false, false) => (24, "rmm_radix_upsweep_32", "rmm_radix_downsweep_32"),
-        (false, true) => (16, "rmm_radix_upsweep_32", "rmm_radix_downsweep_pairs_32"),
-        (true, false) => (16, "rmm_radix_upsweep_64", "rmm_radix_downsweep_64"),
-        (true, true) => (8, "rmm_radix_upsweep_64", "rmm_radix_downsweep_pairs_64"),
-    };
+    let (items, up, down) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some());
     let resident = k.max_active_blocks(down, BLOCK)? as usize * k.multiprocessors as usize;
     let Shape {
         tile,
         tiles_per_block,
         grid,
     } = shape(n, items, resident);
-    let counts_len = 256 * grid;
+    let counts_len = RADIX * grid;
     let scan_shape = scan::plan(k, counts_len);
 
     // Every temporary first: a failure here has touched nothing.
@@ -193,7 +174,7 @@ unsafe fn radix_passes<K: RadixKey>(
         } else {
             0
         };
-    let passes = key_bytes as u32; // one 8-bit digit per byte: 4 or 8 (even)
+    let passes = key_bytes as u32; // one digit per byte: 4 or 8 (even)
     let alt_k = alt_keys.ptr().addr();
     let alt_v = alt_vals.as_ref().map(|s| s.ptr().addr()).unwrap_or(0);
     for pass in 0..passes {
@@ -205,7 +186,7 @@ unsafe fn radix_passes<K: RadixKey>(
         let (mut ks, mut kd, mut vs, mut vd) = (src_k, dst_k, src_v, dst_v);
         let (mut cnt, mut shift, mut md, mut tpb, mut kpb, mut cp) = (
             n as u64,
-            pass * 8,
+            pass * kernel_abi::sort::DIGIT_BITS,
             mode,
             tiles_per_block as u64,
             (tiles_per_block * tile) as u64,
@@ -426,7 +407,7 @@ mod tests {
                 for resident in [1usize, 3, 264, 528] {
                     let s = shape(n, items, resident);
                     let span = s.tiles_per_block * s.tile;
-                    assert_eq!(s.tile, 256 * items);
+                    assert_eq!(s.tile, BLOCK as usize * items);
                     assert!(s.grid <= resident, "{n} {items} {resident}: {s:?}");
                     assert!(s.grid * span >= n, "{n} {items} {resident}: {s:?}");
                     assert!(

@@ -393,16 +393,50 @@ fn entries(ptx: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The launchers name kernels only through `kernel_abi`; the kernels define
+/// them by their `#[no_mangle]` function names. The built PTX must declare
+/// exactly `kernel_abi::ALL`: a kernel renamed or added on one side only
+/// fails here.
 #[test]
-fn ptx_has_every_algorithm_entry_point() {
+fn ptx_entries_are_exactly_the_kernel_abi_names() {
+    use rmm_suite::kernel_abi;
     let ptx = rmm_suite::kernels::PTX;
     let names: Vec<String> = entries(ptx).into_iter().map(|(n, _)| n).collect();
-    for name in rmm_suite::numeric::all_kernel_names()
-        .into_iter()
-        .chain(rmm_suite::sort::KERNEL_NAMES)
-    {
-        assert!(names.iter().any(|n| n == name), "missing .entry {name}");
+    for name in kernel_abi::ALL {
+        assert!(
+            names.iter().any(|n| n == name),
+            "kernel_abi names {name}, the PTX has no such .entry"
+        );
     }
+    for name in &names {
+        assert!(
+            kernel_abi::ALL.contains(&name.as_str()),
+            "the PTX has .entry {name}, which kernel_abi does not list"
+        );
+    }
+    assert_eq!(
+        names.len(),
+        kernel_abi::ALL.len(),
+        "duplicate .entry in {names:?}"
+    );
+}
+
+/// Each numeric type's launcher table is its own type's kernels.
+#[test]
+fn numeric_launchers_use_their_own_types_kernels() {
+    use rmm_suite::kernel_abi::NumericKernels;
+    fn check<T: Numeric>(suffix: &str) {
+        let k: NumericKernels = T::KERNELS;
+        for name in k.names() {
+            assert!(name.ends_with(&format!("_{suffix}")), "{name} for {suffix}");
+        }
+    }
+    check::<u32>("u32");
+    check::<i32>("i32");
+    check::<u64>("u64");
+    check::<i64>("i64");
+    check::<f32>("f32");
+    check::<f64>("f64");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::device::{
 use crate::num::Num;
 
 /// Threads per block the host must launch with.
-pub const BLOCK: u32 = 256;
+pub const BLOCK: u32 = kernel_abi::BLOCK;
 
 /// # Safety
 /// `input` holds `n` elements, `out` at least `gridDim.x` elements,

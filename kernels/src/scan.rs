@@ -18,12 +18,9 @@ use crate::device::{
 use crate::num::Num;
 
 /// Threads per block the host must launch with.
-pub const BLOCK: usize = 256;
-/// Elements per thread in a tile.
-pub const ITEMS: usize = 8;
-/// Elements per tile.
-pub const TILE: usize = BLOCK * ITEMS;
-const WARPS: usize = BLOCK / 32;
+pub const BLOCK: usize = kernel_abi::BLOCK as usize;
+pub use kernel_abi::scan::{ITEMS, TILE};
+const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
 
 /// Exclusive scan of one value per thread over the block; returns
 /// `(exclusive prefix, block total)`.

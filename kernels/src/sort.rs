@@ -41,28 +41,15 @@ use crate::device::{
 };
 use crate::scan::block_exclusive_scan;
 
-/// Threads per block the host must launch with (also the radix).
-pub const BLOCK: usize = 256;
-/// Number of digit values (8-bit digits).
-pub const RADIX: usize = 256;
-const WARPS: usize = BLOCK / 32;
-/// Keys per thread per downsweep tile: 32-bit keys alone.
-pub const ITEMS_32: usize = 24;
-/// Keys per thread per downsweep tile: 32-bit keys with values.
-pub const ITEMS_32_PAIRS: usize = 16;
-/// Keys per thread per downsweep tile: 64-bit keys alone.
-pub const ITEMS_64: usize = 16;
-/// Keys per thread per downsweep tile: 64-bit keys with values.
-pub const ITEMS_64_PAIRS: usize = 8;
-/// Keys each upsweep thread loads per batch.
-pub const UP_BATCH: usize = 16;
-
-/// Mode bit: keys are two's complement integers.
-pub const MODE_SIGNED: u32 = 1;
-/// Mode bit: keys are IEEE floats.
-pub const MODE_FLOAT: u32 = 2;
-/// Mode bit: sort descending.
-pub const MODE_DESCENDING: u32 = 4;
+/// Threads per block the host must launch with (also the radix: thread `t`
+/// owns digit `t` in the histograms).
+pub const BLOCK: usize = kernel_abi::BLOCK as usize;
+pub use kernel_abi::sort::{
+    ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS, MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX,
+    UP_BATCH,
+};
+const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
+const _: () = assert!(BLOCK == RADIX, "the histograms give each thread one digit");
 
 /// A radix-sortable key word (`u32` or `u64` bits).
 pub trait SortKey: Copy {

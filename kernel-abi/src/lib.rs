@@ -1,0 +1,247 @@
+//! The contract between the Rust GPU kernels (`kernels/`, compiled to PTX by
+//! `build.rs`) and the host launchers of `rmm-suite` (`src/`): the kernels'
+//! entry names, the block sizes they are written for, their tile sizes and
+//! the bits of their `mode` parameters.
+//!
+//! Both sides depend on this crate, so each constant has one definition.
+//! The entry names cannot be tied to the kernels' symbols at compile time
+//! (`#[no_mangle]` takes the function's own name), so the root package's
+//! tests check that the built PTX declares exactly the entries of [`ALL`].
+//!
+//! `#![no_std]`, no dependencies, no `unsafe`: it builds for
+//! `nvptx64-nvidia-cuda` with `-Zbuild-std=core` as well as for the host.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+/// Threads per block of every kernel (1-D blocks). The kernels size their
+/// shared memory and warp loops for exactly this many threads, so the host
+/// must launch them with it.
+pub const BLOCK: u32 = 256;
+
+/// Threads per warp.
+pub const WARP: u32 = 32;
+
+/// Entry names of the element-wise kernels (copy, fill).
+pub mod elementwise {
+    /// `rmm_copy_bytes(dst: *mut u8, src: *const u8, n: usize)`.
+    pub const COPY_BYTES: &str = "rmm_copy_bytes";
+    /// `rmm_fill_u8(ptr: *mut u8, n: usize, value: u8)`.
+    pub const FILL_U8: &str = "rmm_fill_u8";
+    /// `rmm_fill_u16(ptr: *mut u16, n: usize, value: u16)`.
+    pub const FILL_U16: &str = "rmm_fill_u16";
+    /// `rmm_fill_u32(ptr: *mut u32, n: usize, value: u32)`.
+    pub const FILL_U32: &str = "rmm_fill_u32";
+    /// `rmm_fill_u64(ptr: *mut u64, n: usize, value: u64)`.
+    pub const FILL_U64: &str = "rmm_fill_u64";
+
+    /// The fill kernel for elements of `size` bytes (1, 2, 4 or 8).
+    pub const fn fill(size: usize) -> Option<&'static str> {
+        match size {
+            1 => Some(FILL_U8),
+            2 => Some(FILL_U16),
+            4 => Some(FILL_U32),
+            8 => Some(FILL_U64),
+            _ => None,
+        }
+    }
+}
+
+/// The numeric kernel families (sequence, reduce, scan) of one element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NumericKernels {
+    /// `rmm_sequence_*(out, n, init, step)`.
+    pub sequence: &'static str,
+    /// `rmm_reduce_sum_*(input, n, out)`.
+    pub reduce_sum: &'static str,
+    /// `rmm_reduce_min_*(input, n, out)`.
+    pub reduce_min: &'static str,
+    /// `rmm_reduce_max_*(input, n, out)`.
+    pub reduce_max: &'static str,
+    /// `rmm_scan_partials_*(input, n, tiles_per_block, block_sums)`.
+    pub scan_partials: &'static str,
+    /// `rmm_scan_single_*(data, m)`.
+    pub scan_single: &'static str,
+    /// `rmm_scan_down_*(input, output, n, tiles_per_block, block_sums)`.
+    pub scan_down: &'static str,
+}
+
+impl NumericKernels {
+    /// The seven names, in field order.
+    pub const fn names(&self) -> [&'static str; 7] {
+        [
+            self.sequence,
+            self.reduce_sum,
+            self.reduce_min,
+            self.reduce_max,
+            self.scan_partials,
+            self.scan_single,
+            self.scan_down,
+        ]
+    }
+}
+
+macro_rules! numeric_kernels {
+    ($($(#[$doc:meta])* $name:ident: $suffix:literal),* $(,)?) => {$(
+        $(#[$doc])*
+        pub const $name: NumericKernels = NumericKernels {
+            sequence: concat!("rmm_sequence_", $suffix),
+            reduce_sum: concat!("rmm_reduce_sum_", $suffix),
+            reduce_min: concat!("rmm_reduce_min_", $suffix),
+            reduce_max: concat!("rmm_reduce_max_", $suffix),
+            scan_partials: concat!("rmm_scan_partials_", $suffix),
+            scan_single: concat!("rmm_scan_single_", $suffix),
+            scan_down: concat!("rmm_scan_down_", $suffix),
+        };
+    )*};
+}
+
+/// Entry names of the numeric kernels, one [`NumericKernels`] per element type.
+pub mod numeric {
+    use super::NumericKernels;
+    numeric_kernels!(
+        /// `u32` kernels.
+        U32: "u32",
+        /// `i32` kernels.
+        I32: "i32",
+        /// `u64` kernels.
+        U64: "u64",
+        /// `i64` kernels.
+        I64: "i64",
+        /// `f32` kernels.
+        F32: "f32",
+        /// `f64` kernels.
+        F64: "f64",
+    );
+    /// Every element type's kernels.
+    pub const ALL: [NumericKernels; 6] = [U32, I32, U64, I64, F32, F64];
+}
+
+/// The scan kernels' tiling (`kernels/src/scan.rs`).
+pub mod scan {
+    /// Consecutive elements per thread in a tile.
+    pub const ITEMS: usize = 8;
+    /// Elements per tile: [`BLOCK`](crate::BLOCK) threads × [`ITEMS`].
+    pub const TILE: usize = crate::BLOCK as usize * ITEMS;
+}
+
+/// The radix sort kernels (`kernels/src/sort.rs`): names, tiling, mode bits.
+pub mod sort {
+    /// Bits per digit (one pass per digit).
+    pub const DIGIT_BITS: u32 = 8;
+    /// Number of digit values.
+    pub const RADIX: usize = 1 << DIGIT_BITS;
+    /// Keys per thread per downsweep tile: 32-bit keys alone.
+    pub const ITEMS_32: usize = 24;
+    /// Keys per thread per downsweep tile: 32-bit keys with values.
+    pub const ITEMS_32_PAIRS: usize = 16;
+    /// Keys per thread per downsweep tile: 64-bit keys alone.
+    pub const ITEMS_64: usize = 16;
+    /// Keys per thread per downsweep tile: 64-bit keys with values.
+    pub const ITEMS_64_PAIRS: usize = 8;
+    /// Keys each upsweep thread loads per batch.
+    pub const UP_BATCH: usize = 16;
+
+    /// Mode bit: keys are two's complement integers.
+    pub const MODE_SIGNED: u32 = 1;
+    /// Mode bit: keys are IEEE floats.
+    pub const MODE_FLOAT: u32 = 2;
+    /// Mode bit: sort descending.
+    pub const MODE_DESCENDING: u32 = 4;
+
+    /// `rmm_radix_upsweep_32(keys, n, shift, mode, keys_per_block, counts)`.
+    pub const UPSWEEP_32: &str = "rmm_radix_upsweep_32";
+    /// `rmm_radix_downsweep_32(keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)`.
+    pub const DOWNSWEEP_32: &str = "rmm_radix_downsweep_32";
+    /// `rmm_radix_downsweep_pairs_32(keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)`.
+    pub const DOWNSWEEP_PAIRS_32: &str = "rmm_radix_downsweep_pairs_32";
+    /// As [`UPSWEEP_32`] for 64-bit keys.
+    pub const UPSWEEP_64: &str = "rmm_radix_upsweep_64";
+    /// As [`DOWNSWEEP_32`] for 64-bit keys.
+    pub const DOWNSWEEP_64: &str = "rmm_radix_downsweep_64";
+    /// As [`DOWNSWEEP_PAIRS_32`] for 64-bit keys.
+    pub const DOWNSWEEP_PAIRS_64: &str = "rmm_radix_downsweep_pairs_64";
+
+    /// The kernels of one sort: `(items per thread, upsweep, downsweep)` for
+    /// 64-bit keys if `wide`, with `u32` values if `pairs`.
+    pub const fn kernels(wide: bool, pairs: bool) -> (usize, &'static str, &'static str) {
+        match (wide, pairs) {
+            (false, false) => (ITEMS_32, UPSWEEP_32, DOWNSWEEP_32),
+            (false, true) => (ITEMS_32_PAIRS, UPSWEEP_32, DOWNSWEEP_PAIRS_32),
+            (true, false) => (ITEMS_64, UPSWEEP_64, DOWNSWEEP_64),
+            (true, true) => (ITEMS_64_PAIRS, UPSWEEP_64, DOWNSWEEP_PAIRS_64),
+        }
+    }
+
+    /// Every sort kernel name.
+    pub const ALL: [&str; 6] = [
+        UPSWEEP_32,
+        DOWNSWEEP_32,
+        DOWNSWEEP_PAIRS_32,
+        UPSWEEP_64,
+        DOWNSWEEP_64,
+        DOWNSWEEP_PAIRS_64,
+    ];
+}
+
+/// Number of kernel entries in the PTX.
+pub const KERNEL_COUNT: usize = 5 + 7 * numeric::ALL.len() + sort::ALL.len();
+
+/// Every kernel entry name the PTX must declare (and the only ones it may).
+pub const ALL: [&str; KERNEL_COUNT] = {
+    let mut all = [""; KERNEL_COUNT];
+    let fixed = [
+        elementwise::COPY_BYTES,
+        elementwise::FILL_U8,
+        elementwise::FILL_U16,
+        elementwise::FILL_U32,
+        elementwise::FILL_U64,
+    ];
+    let mut i = 0;
+    while i < fixed.len() {
+        all[i] = fixed[i];
+        i += 1;
+    }
+    let mut t = 0;
+    while t < numeric::ALL.len() {
+        let names = numeric::ALL[t].names();
+        let mut j = 0;
+        while j < names.len() {
+            all[i] = names[j];
+            i += 1;
+            j += 1;
+        }
+        t += 1;
+    }
+    let mut s = 0;
+    while s < sort::ALL.len() {
+        all[i] = sort::ALL[s];
+        i += 1;
+        s += 1;
+    }
+    all
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_distinct_and_complete() {
+        for (i, a) in ALL.iter().enumerate() {
+            assert!(a.starts_with("rmm_"), "{a}");
+            for b in &ALL[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn tiles_fit_the_block() {
+        assert_eq!(BLOCK % WARP, 0);
+        assert_eq!(scan::TILE, 2048);
+        assert_eq!(sort::RADIX, 256);
+        assert_eq!(elementwise::fill(3), None);
+        assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);
+    }
+}
