@@ -1,4 +1,5 @@
 //! The element types of the algorithms and their kernels.
+#![forbid(unsafe_code)]
 
 use kernel_abi::{numeric, NumericKernels};
 

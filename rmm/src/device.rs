@@ -1,5 +1,6 @@
 //! Devices: the current device, device count, a set-and-restore guard and
 //! free/total memory (`rmm/cuda_device.hpp`).
+#![forbid(unsafe_code)]
 
 use crate::align::{align_down, CUDA_ALLOCATION_ALIGNMENT};
 use crate::driver;

@@ -4,6 +4,7 @@
 //! codes are turned into [`Error`] in exactly one place, [`Error::from_cuda`]:
 //! that is where the driver's out-of-memory code becomes [`Error::OutOfMemory`],
 //! so callers that spill on out-of-memory can match that one variant.
+#![forbid(unsafe_code)]
 
 /// Errors returned by memory resources, containers, streams and devices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

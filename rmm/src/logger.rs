@@ -21,6 +21,7 @@
 //! assert!(rmm::logger::init().is_err());
 //! # Ok::<(), rmm::Error>(())
 //! ```
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::{self, Write};

@@ -1,4 +1,5 @@
 //! [`DevicePtr`], the address type every memory resource hands out.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

@@ -1,4 +1,5 @@
 //! [`DeviceScalar`]: one value in device memory (`rmm::device_scalar`).
+#![forbid(unsafe_code)]
 
 #[cfg(feature = "cust")]
 use cust::memory::DeviceCopy;

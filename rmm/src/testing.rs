@@ -5,6 +5,7 @@
 //! counts as skipped (the bundle runner counts those lines); with the
 //! environment variable `RMM_REQUIRE_GPU=1` it fails instead, so a run on a
 //! GPU machine can never pass by skipping.
+#![forbid(unsafe_code)]
 
 /// The variable that turns skips into failures.
 pub const REQUIRE_GPU_VAR: &str = "RMM_REQUIRE_GPU";

@@ -4,6 +4,7 @@
 //! mutex: every function here is thread safe. A device with no entry uses a
 //! [`CudaMemoryResource`]. On a machine without a GPU the "current device"
 //! is device 0, so the registry still works over simulated resources.
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};

@@ -5,6 +5,7 @@
 //! ```text
 //! rmm-replay --file LOG.csv [--resource simulated,cuda,...] [--size GiB] [--verbose]
 //! ```
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::BufReader;

@@ -5,6 +5,7 @@
 //! rmm-report timeline --log <csv> --out <file.svg> [--x time|index] [--color size|thread]
 //!                     [--width PX] [--height PX] [--max-rects N] [--full-span]
 //! ```
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -12,6 +12,7 @@
 //! Repeated rows (same impl and key, e.g. from several runs concatenated) are
 //! reduced to their median; rows with a non-finite or non-positive value are
 //! left out and counted.
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

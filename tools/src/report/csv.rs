@@ -22,6 +22,7 @@
 //! What is an error (with the line number): data before any header, a header
 //! missing a required column, a line with too few fields, a number that does
 //! not parse.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 

@@ -11,6 +11,7 @@
 //! Everything here runs on the CPU and reads only files; nothing touches a GPU.
 //! Bad input never panics: every parser and writer returns a [`ReportError`]
 //! that names the file and, where there is one, the line.
+#![forbid(unsafe_code)]
 
 pub mod charts;
 pub mod csv;

@@ -15,6 +15,7 @@
 //! peak survives), and rectangles are snapped to the pixel grid, deduplicated,
 //! and past a budget the smallest are merged into runs of a coarse occupancy
 //! grid (drawn paler).
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::fmt;
