@@ -8,9 +8,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use super::arena_book::{ArenaBook, Freed, GlobalBook};
-use super::live_set::{log_bad_free, BadFree, LiveMap};
-use super::stream_ordered::StreamKey;
+use super::detail::arena_book::{ArenaBook, Freed, GlobalBook};
+use super::detail::live_set::{log_bad_free, BadFree, LiveMap};
+use super::detail::stream_ordered::StreamKey;
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{ensure_current, DeviceId};
@@ -146,7 +146,7 @@ struct ArenaInner<U: MemoryResource> {
 
 impl<U: MemoryResource> Drop for ArenaInner<U> {
     fn drop(&mut self) {
-        let _device = super::quiesce_device(
+        let _device = super::detail::quiesce_device(
             "ArenaMemoryResource",
             "before release",
             self.device,
@@ -261,7 +261,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 "ArenaMemoryResource: arena size {size} is smaller than 1 MiB"
             )));
         }
-        let device = super::bound_device(&upstream)?;
+        let device = super::detail::bound_device(&upstream)?;
         let base = upstream.allocate(size, CUDA_ALLOCATION_ALIGNMENT, CudaStreamView::DEFAULT)?;
         let sync = if simulated {
             Ok(())
@@ -399,7 +399,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         // Without any lock of ours: wait for every use of the drained blocks
         // (they were freed in their own streams' order), so that other
         // threads' allocations and frees go on during the synchronisation.
-        let _device = super::quiesce_device(
+        let _device = super::detail::quiesce_device(
             "ArenaMemoryResource",
             "for defragmentation",
             self.inner.device,

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use super::live_set::LiveSet;
+use super::detail::live_set::LiveSet;
 use super::{
     check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource,
 };

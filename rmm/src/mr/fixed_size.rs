@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::free_list::FixedSizeFreeList;
-use super::stream_ordered::{Backing, StreamOrdered};
+use super::detail::free_list::FixedSizeFreeList;
+use super::detail::stream_ordered::{Backing, StreamOrdered};
 use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
@@ -239,7 +239,7 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
                 ))
             })?;
         let simulated = upstream.is_simulated();
-        let device = super::bound_device(&upstream)?;
+        let device = super::detail::bound_device(&upstream)?;
         let (device_accessible, host_accessible) =
             (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = FixedBacking {

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::free_list::CoalescingFreeList;
-use super::stream_ordered::{Backing, StreamOrdered};
+use super::detail::free_list::CoalescingFreeList;
+use super::detail::stream_ordered::{Backing, StreamOrdered};
 use super::{check_base_alignment, FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
@@ -313,7 +313,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             options.maximum_pool_size,
         )?;
         let simulated = upstream.is_simulated();
-        let device = super::bound_device(&upstream)?;
+        let device = super::detail::bound_device(&upstream)?;
         let (device_accessible, host_accessible) =
             (upstream.is_device_accessible(), upstream.is_host_accessible());
         let backing = PoolBacking {

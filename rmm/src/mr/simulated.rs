@@ -3,8 +3,8 @@
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
-use super::free_list::CoalescingFreeList;
-use super::live_set::{log_bad_free, LiveMap};
+use super::detail::free_list::CoalescingFreeList;
+use super::detail::live_set::{log_bad_free, LiveMap};
 use super::{check_pow2_alignment, MemoryResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};

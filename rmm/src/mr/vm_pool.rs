@@ -5,9 +5,9 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::free_list::CoalescingFreeList;
+use super::detail::free_list::CoalescingFreeList;
+use super::detail::stream_ordered::{Backing, StreamOrdered};
 use super::pool::check_sizes;
-use super::stream_ordered::{Backing, StreamOrdered};
 use super::{check_base_alignment, MemoryResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{current_device, DeviceGuard, DeviceId};

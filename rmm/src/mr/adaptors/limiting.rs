@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
-use crate::mr::live_set::LiveSet;
+use crate::mr::detail::live_set::LiveSet;
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;

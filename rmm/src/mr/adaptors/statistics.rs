@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::mr::live_set::{log_bad_free, LiveMap};
+use crate::mr::detail::live_set::{log_bad_free, LiveMap};
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;

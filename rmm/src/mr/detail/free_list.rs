@@ -453,7 +453,7 @@ impl FreeBlocks for FixedSizeFreeList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mr::live_set::{BadFree, LiveMap};
+    use crate::mr::detail::live_set::{BadFree, LiveMap};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 

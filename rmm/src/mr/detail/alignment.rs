@@ -1,0 +1,35 @@
+//! Alignment checks shared by the resources and adaptors.
+#![forbid(unsafe_code)]
+
+use crate::align::{is_supported_alignment, CUDA_ALLOCATION_ALIGNMENT};
+use crate::error::{Error, Result};
+
+/// Checks an alignment for a base resource: a power of two no larger than 256.
+///
+/// # Errors
+/// [`Error::BadAlloc`] naming the alignment.
+pub fn check_base_alignment(alignment: usize) -> Result<()> {
+    if is_supported_alignment(alignment) {
+        Ok(())
+    } else {
+        Err(Error::BadAlloc(format!(
+            "unsupported alignment {alignment}: must be a power of two no larger than {CUDA_ALLOCATION_ALIGNMENT}"
+        )))
+    }
+}
+
+/// Checks an alignment for resources that accept any power of two.
+///
+/// # Errors
+/// [`Error::BadAlloc`] when `alignment` is not a power of two (the same
+/// variant as [`check_base_alignment`], so every resource and adaptor
+/// reports a bad alignment alike).
+pub fn check_pow2_alignment(alignment: usize) -> Result<()> {
+    if crate::align::is_pow2(alignment) {
+        Ok(())
+    } else {
+        Err(Error::BadAlloc(format!(
+            "unsupported alignment {alignment}: must be a power of two"
+        )))
+    }
+}

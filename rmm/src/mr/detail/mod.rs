@@ -1,0 +1,16 @@
+//! Crate-private machinery of the resources: the stream-ordered engine
+//! shared by the pool, fixed-size and virtual pool resources, the free lists
+//! and live-allocation records they keep, the arena resource's book, and
+//! small helpers (alignment checks, device binding).
+//!
+//! Only [`free_list`] and the alignment checks are public, re-exported by
+//! [`crate::mr`] at their old paths.
+
+pub(crate) mod alignment;
+pub(crate) mod arena_book;
+mod device;
+pub mod free_list;
+pub(crate) mod live_set;
+pub(crate) mod stream_ordered;
+
+pub(crate) use device::{bound_device, quiesce_device};
