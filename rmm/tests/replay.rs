@@ -257,9 +257,6 @@ impl MemoryResource for FirstFit {
             free_blocks: free.len(),
         })
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[test]
@@ -333,9 +330,6 @@ impl MemoryResource for PanicsOnThird {
     }
     fn is_simulated(&self) -> bool {
         true
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 

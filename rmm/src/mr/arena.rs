@@ -1,7 +1,6 @@
 //! [`ArenaMemoryResource`]: a global arena split into per-thread and
 //! per-stream arenas of superblocks.
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -701,9 +700,5 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.host_accessible
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

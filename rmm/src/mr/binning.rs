@@ -1,6 +1,5 @@
 //! [`BinningMemoryResource`]: requests routed by size to bins.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -227,9 +226,5 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.upstream.is_host_accessible()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

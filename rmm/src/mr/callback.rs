@@ -1,6 +1,5 @@
 //! [`CallbackMemoryResource`]: allocation by user closures.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -116,8 +115,5 @@ impl MemoryResource for CallbackMemoryResource {
     }
     fn is_simulated(&self) -> bool {
         self.inner.simulated
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

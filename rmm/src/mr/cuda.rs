@@ -1,7 +1,5 @@
 //! [`CudaMemoryResource`]: `cuMemAlloc` / `cuMemFree`.
 
-use std::any::Any;
-
 use super::{check_base_alignment, MemoryResource};
 use crate::driver;
 use crate::error::{Error, Result};
@@ -60,9 +58,5 @@ impl MemoryResource for CudaMemoryResource {
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         other.downcast_ref::<CudaMemoryResource>().is_some()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

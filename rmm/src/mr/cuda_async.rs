@@ -1,7 +1,6 @@
 //! [`CudaAsyncMemoryResource`] (its own driver memory pool) and
 //! [`CudaAsyncViewMemoryResource`] (a view over an existing pool).
 
-use std::any::Any;
 use std::sync::Arc;
 
 use super::{check_base_alignment, MemoryResource};
@@ -197,9 +196,6 @@ impl MemoryResource for CudaAsyncMemoryResource {
     fn device(&self) -> Option<DeviceId> {
         Some(self.owned.device)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
 }
 
 /// Stream-ordered allocation from an existing driver pool that this resource
@@ -261,9 +257,6 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
     }
     fn device(&self) -> Option<DeviceId> {
         Some(self.device)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -1,6 +1,5 @@
 //! [`FixedSizeMemoryResource`]: equal blocks from upstream chunks.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -348,9 +347,5 @@ impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.host_accessible
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

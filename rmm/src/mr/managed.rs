@@ -1,7 +1,5 @@
 //! [`ManagedMemoryResource`]: `cuMemAllocManaged` / `cuMemFree`.
 
-use std::any::Any;
-
 use super::{check_base_alignment, MemoryResource};
 use crate::driver;
 use crate::error::Result;
@@ -51,9 +49,5 @@ impl MemoryResource for ManagedMemoryResource {
 
     fn is_host_accessible(&self) -> bool {
         true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

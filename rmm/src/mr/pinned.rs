@@ -1,7 +1,5 @@
 //! [`PinnedHostMemoryResource`]: `cuMemHostAlloc` / `cuMemFreeHost`.
 
-use std::any::Any;
-
 use super::{check_base_alignment, MemoryResource};
 use crate::driver;
 use crate::error::Result;
@@ -48,9 +46,5 @@ impl MemoryResource for PinnedHostMemoryResource {
 
     fn is_host_accessible(&self) -> bool {
         true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

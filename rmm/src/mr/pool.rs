@@ -1,6 +1,5 @@
 //! [`PoolMemoryResource`]: a coalescing best-fit sub-allocator.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -441,9 +440,5 @@ impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
             stats.largest_free_block = stats.largest_free_block.max(list.largest());
         }
         Some(stats)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -97,9 +97,6 @@ pub trait MemoryResource: Send + Sync + fmt::Debug + Any {
     fn free_block_stats(&self) -> Option<FreeBlockStats> {
         None
     }
-
-    /// `self` as `Any`, for [`is_equal`](Self::is_equal) implementations.
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// Free memory held by a sub-allocator, as reported by
@@ -136,7 +133,8 @@ impl FreeBlockStats {
 impl dyn MemoryResource {
     /// Downcasts to a concrete resource, looking through [`SharedResource`].
     pub fn downcast_ref<T: MemoryResource>(&self) -> Option<&T> {
-        let any = self.as_any();
+        // Trait upcasting (`MemoryResource: Any`).
+        let any: &dyn Any = self;
         if let Some(shared) = any.downcast_ref::<SharedResource>() {
             return shared.inner().downcast_ref::<T>();
         }
@@ -228,7 +226,23 @@ impl MemoryResource for SharedResource {
     fn free_block_stats(&self) -> Option<FreeBlockStats> {
         self.0.free_block_stats()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mr::{CudaMemoryResource, SimulatedMemoryResource};
+
+    #[test]
+    fn downcast_sees_the_concrete_type_directly_and_through_shared() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        let direct: &dyn MemoryResource = &sim;
+        assert!(direct.downcast_ref::<SimulatedMemoryResource>().is_some());
+        assert!(direct.downcast_ref::<CudaMemoryResource>().is_none());
+        let shared = SharedResource::new(sim.clone());
+        let erased: &dyn MemoryResource = &shared;
+        assert!(erased.downcast_ref::<SimulatedMemoryResource>().is_some());
+        assert!(erased.downcast_ref::<SharedResource>().is_none());
+        assert!(erased.is_equal(&sim) && sim.is_equal(erased));
     }
 }

@@ -1,6 +1,5 @@
 //! [`SimulatedMemoryResource`]: addresses without memory.
 
-use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use super::detail::free_list::CoalescingFreeList;
@@ -180,10 +179,6 @@ impl MemoryResource for SimulatedMemoryResource {
 
     fn is_simulated(&self) -> bool {
         true
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

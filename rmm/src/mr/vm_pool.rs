@@ -1,7 +1,6 @@
 //! [`VirtualPoolMemoryResource`]: a pool that grows in place inside one
 //! reserved virtual address range.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -389,9 +388,5 @@ impl MemoryResource for VirtualPoolMemoryResource {
 
     fn device(&self) -> Option<DeviceId> {
         Some(self.inner.device)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -33,7 +33,7 @@
 //! ```
 
 /// The `MemoryResource` methods every adaptor forwards to its upstream:
-/// accessibility, device, simulation status, free-block stats and `as_any`.
+/// accessibility, device, simulation status and free-block stats.
 macro_rules! forward_upstream_properties {
     () => {
         fn is_device_accessible(&self) -> bool {
@@ -50,9 +50,6 @@ macro_rules! forward_upstream_properties {
         }
         fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
             self.upstream().free_block_stats()
-        }
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
         }
     };
 }
