@@ -2,15 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::FixedSizeFreeList;
-use super::detail::stream_ordered::{Backing, StreamOrdered};
-use super::{check_base_alignment, MemoryResource, SharedResource};
+use super::detail::shell::{release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource};
+use super::detail::stream_ordered::Backing;
+use super::{MemoryResource, SharedResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
-use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
 /// Options of [`FixedSizeMemoryResource`].
@@ -111,18 +109,9 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
     type List = FixedSizeFreeList;
 
     fn release(&mut self) {
-        for (addr, size) in std::mem::take(&mut self.chunks) {
-            // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
-            // and no block of it is in use any more (the resource is dropped).
-            unsafe {
-                self.upstream.deallocate(
-                    DevicePtr::new(addr),
-                    size,
-                    CUDA_ALLOCATION_ALIGNMENT,
-                    CudaStreamView::DEFAULT,
-                )
-            };
-        }
+        // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
+        // and no block of it is in use any more (the resource is dropped).
+        unsafe { release_chunks(&self.upstream, &mut self.chunks) };
     }
 
     fn max_allocation(&self) -> usize {
@@ -153,21 +142,15 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
     fn name(&self) -> &'static str {
         "FixedSizeMemoryResource"
     }
-}
 
-struct FixedInner<U: MemoryResource> {
-    state: Mutex<StreamOrdered<FixedBacking<U>>>,
-    block_size: usize,
-    simulated: bool,
-    device: Option<DeviceId>,
-    device_accessible: bool,
-    host_accessible: bool,
-}
-
-impl<U: MemoryResource> Drop for FixedInner<U> {
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.teardown();
+    fn refuse(&self, bytes: usize) -> Option<Error> {
+        (bytes > self.block_size).then(|| Error::OutOfMemory {
+            requested: bytes,
+            reason: format!(
+                "FixedSizeMemoryResource: maximum allocation size exceeded (block size {})",
+                self.block_size
+            ),
+        })
     }
 }
 
@@ -194,21 +177,15 @@ impl<U: MemoryResource> Drop for FixedInner<U> {
 /// # Ok::<(), rmm::Error>(())
 /// ```
 pub struct FixedSizeMemoryResource<U: MemoryResource = SharedResource> {
-    inner: Arc<FixedInner<U>>,
+    shell: StreamOrderedResource<FixedBacking<U>>,
 }
 
-impl<U: MemoryResource> Clone for FixedSizeMemoryResource<U> {
-    fn clone(&self) -> Self {
-        FixedSizeMemoryResource {
-            inner: self.inner.clone(),
-        }
-    }
-}
+stream_ordered_memory_resource!(FixedSizeMemoryResource<U>, U);
 
 impl<U: MemoryResource> fmt::Debug for FixedSizeMemoryResource<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FixedSizeMemoryResource")
-            .field("block_size", &self.inner.block_size)
+            .field("block_size", &self.block_size())
             .finish()
     }
 }
@@ -237,25 +214,16 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
                     options.blocks_to_preallocate
                 ))
             })?;
-        let simulated = upstream.is_simulated();
-        let device = super::detail::bound_device(&upstream)?;
-        let (device_accessible, host_accessible) =
-            (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let props = Props::of(&upstream)?;
         let backing = FixedBacking {
             upstream,
             block_size,
             chunk_size,
             chunks: BTreeMap::new(),
         };
-        let mut core = StreamOrdered::new(backing, simulated, device);
-        core.set_check_frees(!options.unchecked_frees);
+        let mut core = props.core(backing, options.unchecked_frees);
         let base = core.backing.new_chunk(CudaStreamView::DEFAULT)?;
-        if !simulated {
-            if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
-                core.backing.release();
-                return Err(e);
-            }
-        }
+        core.settle_initial()?;
         for i in 0..options.blocks_to_preallocate {
             core.add_fresh(
                 base + (i * block_size) as u64,
@@ -264,88 +232,29 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
             );
         }
         Ok(FixedSizeMemoryResource {
-            inner: Arc::new(FixedInner {
-                state: Mutex::new(core),
-                block_size,
-                simulated,
-                device,
-                device_accessible,
-                host_accessible,
-            }),
+            shell: StreamOrderedResource::new(core, props),
         })
-    }
-
-    fn state(&self) -> MutexGuard<'_, StreamOrdered<FixedBacking<U>>> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The block size (rounded to 256).
     pub fn block_size(&self) -> usize {
-        self.inner.block_size
+        self.shell.state().backing.block_size
     }
 
     /// Bytes held from the upstream.
     pub fn pool_size(&self) -> usize {
-        let s = self.state();
+        let s = self.shell.state();
         s.backing.chunks.len() * s.backing.chunk_size
     }
 
     /// Free bytes over all streams.
     pub fn free_bytes(&self) -> usize {
-        self.state().free_bytes()
+        self.shell.free_bytes()
     }
 
     /// Frees refused so far: double frees, foreign or never-allocated
     /// pointers, wrong sizes (each logged at error level).
     pub fn bad_frees(&self) -> usize {
-        self.state().bad_frees()
-    }
-}
-
-impl<U: MemoryResource> MemoryResource for FixedSizeMemoryResource<U> {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if bytes > self.inner.block_size {
-            return Err(Error::OutOfMemory {
-                requested: bytes,
-                reason: format!(
-                    "FixedSizeMemoryResource: maximum allocation size exceeded (block size {})",
-                    self.inner.block_size
-                ),
-            });
-        }
-        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
-    }
-
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() {
-            return;
-        }
-        self.state().deallocate_request(ptr.addr(), bytes, stream);
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<FixedSizeMemoryResource<U>>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    fn device(&self) -> Option<DeviceId> {
-        self.inner.device
-    }
-
-    fn is_simulated(&self) -> bool {
-        self.inner.simulated
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.inner.device_accessible
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.inner.host_accessible
+        self.shell.bad_frees()
     }
 }

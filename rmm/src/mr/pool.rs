@@ -2,15 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::CoalescingFreeList;
-use super::detail::stream_ordered::{Backing, StreamOrdered};
-use super::{check_base_alignment, FreeBlockStats, MemoryResource, SharedResource};
+use super::detail::shell::{release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource};
+use super::detail::stream_ordered::Backing;
+use super::{FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
-use crate::device::DeviceId;
 use crate::error::{Error, Result};
-use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
 /// Options of [`PoolMemoryResource`].
@@ -85,18 +83,9 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
     type List = CoalescingFreeList;
 
     fn release(&mut self) {
-        for (addr, size) in std::mem::take(&mut self.chunks) {
-            // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
-            // and no block of it is in use any more (the pool is dropped).
-            unsafe {
-                self.upstream.deallocate(
-                    DevicePtr::new(addr),
-                    size,
-                    CUDA_ALLOCATION_ALIGNMENT,
-                    CudaStreamView::DEFAULT,
-                )
-            };
-        }
+        // SAFETY: every chunk came from `upstream.allocate(size, 256, _)`
+        // and no block of it is in use any more (the pool is dropped).
+        unsafe { release_chunks(&self.upstream, &mut self.chunks) };
         self.pool_size = 0;
     }
 
@@ -186,20 +175,15 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
     fn name(&self) -> &'static str {
         "PoolMemoryResource"
     }
-}
 
-struct PoolInner<U: MemoryResource> {
-    state: Mutex<StreamOrdered<PoolBacking<U>>>,
-    simulated: bool,
-    device: Option<DeviceId>,
-    device_accessible: bool,
-    host_accessible: bool,
-}
-
-impl<U: MemoryResource> Drop for PoolInner<U> {
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.teardown();
+    fn free_block_stats<'a>(lists: impl Iterator<Item = &'a CoalescingFreeList>) -> Option<FreeBlockStats> {
+        let mut stats = FreeBlockStats::default();
+        for list in lists {
+            stats.free_bytes += list.free_bytes();
+            stats.free_blocks += list.block_count();
+            stats.largest_free_block = stats.largest_free_block.max(list.largest());
+        }
+        Some(stats)
     }
 }
 
@@ -254,20 +238,14 @@ impl<U: MemoryResource> Drop for PoolInner<U> {
 /// # Ok::<(), rmm::Error>(())
 /// ```
 pub struct PoolMemoryResource<U: MemoryResource = SharedResource> {
-    inner: Arc<PoolInner<U>>,
+    shell: StreamOrderedResource<PoolBacking<U>>,
 }
 
-impl<U: MemoryResource> Clone for PoolMemoryResource<U> {
-    fn clone(&self) -> Self {
-        PoolMemoryResource {
-            inner: self.inner.clone(),
-        }
-    }
-}
+stream_ordered_memory_resource!(PoolMemoryResource<U>, U);
 
 impl<U: MemoryResource> fmt::Debug for PoolMemoryResource<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state();
+        let s = self.shell.state();
         f.debug_struct("PoolMemoryResource")
             .field("pool_size", &s.backing.pool_size)
             .field("maximum_pool_size", &s.backing.maximum)
@@ -311,18 +289,14 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             options.initial_pool_size,
             options.maximum_pool_size,
         )?;
-        let simulated = upstream.is_simulated();
-        let device = super::detail::bound_device(&upstream)?;
-        let (device_accessible, host_accessible) =
-            (upstream.is_device_accessible(), upstream.is_host_accessible());
+        let props = Props::of(&upstream)?;
         let backing = PoolBacking {
             upstream,
             chunks: BTreeMap::new(),
             pool_size: 0,
             maximum: options.maximum_pool_size,
         };
-        let mut core = StreamOrdered::new(backing, simulated, device);
-        core.set_check_frees(!options.unchecked_frees);
+        let mut core = props.core(backing, options.unchecked_frees);
         let initial = options.initial_pool_size;
         if initial > 0 {
             let p = core.backing.upstream.allocate(
@@ -332,12 +306,7 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             )?;
             core.backing.chunks.insert(p.addr(), initial);
             core.backing.pool_size = initial;
-            if !simulated {
-                if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
-                    core.backing.release();
-                    return Err(e);
-                }
-            }
+            core.settle_initial()?;
             if !p.is_aligned(CUDA_ALLOCATION_ALIGNMENT) {
                 core.backing.release();
                 return Err(Error::BadAlloc(format!(
@@ -347,98 +316,38 @@ impl<U: MemoryResource> PoolMemoryResource<U> {
             core.add_fresh(p.addr(), initial, CudaStreamView::DEFAULT);
         }
         Ok(PoolMemoryResource {
-            inner: Arc::new(PoolInner {
-                state: Mutex::new(core),
-                simulated,
-                device,
-                device_accessible,
-                host_accessible,
-            }),
+            shell: StreamOrderedResource::new(core, props),
         })
-    }
-
-    fn state(&self) -> MutexGuard<'_, StreamOrdered<PoolBacking<U>>> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Bytes the pool holds from its upstream.
     pub fn pool_size(&self) -> usize {
-        self.state().backing.pool_size
+        self.shell.state().backing.pool_size
     }
 
     /// The configured maximum, if any.
     pub fn maximum_pool_size(&self) -> Option<usize> {
-        self.state().backing.maximum
+        self.shell.state().backing.maximum
     }
 
     /// Free bytes inside the pool, over all streams.
     pub fn free_bytes(&self) -> usize {
-        self.state().free_bytes()
+        self.shell.free_bytes()
     }
 
     /// Frees refused so far: double frees, foreign, never-allocated or
     /// interior pointers, wrong sizes (each logged at error level).
     pub fn bad_frees(&self) -> usize {
-        self.state().bad_frees()
+        self.shell.bad_frees()
     }
 
     /// Number of upstream allocations the pool holds.
     pub fn upstream_chunks(&self) -> usize {
-        self.state().backing.chunks.len()
+        self.shell.state().backing.chunks.len()
     }
 
     /// Runs `f` with the upstream resource.
     pub fn with_upstream<R>(&self, f: impl FnOnce(&U) -> R) -> R {
-        f(&self.state().backing.upstream)
-    }
-}
-
-impl<U: MemoryResource> MemoryResource for PoolMemoryResource<U> {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
-    }
-
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() {
-            return;
-        }
-        self.state().deallocate_request(ptr.addr(), bytes, stream);
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<PoolMemoryResource<U>>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    fn device(&self) -> Option<DeviceId> {
-        self.inner.device
-    }
-
-    fn is_simulated(&self) -> bool {
-        self.inner.simulated
-    }
-
-    fn is_device_accessible(&self) -> bool {
-        self.inner.device_accessible
-    }
-
-    fn is_host_accessible(&self) -> bool {
-        self.inner.host_accessible
-    }
-
-    fn free_block_stats(&self) -> Option<FreeBlockStats> {
-        let state = self.state();
-        let mut stats = FreeBlockStats::default();
-        for list in state.lists() {
-            stats.free_bytes += list.free_bytes();
-            stats.free_blocks += list.block_count();
-            stats.largest_free_block = stats.largest_free_block.max(list.largest());
-        }
-        Some(stats)
+        f(&self.shell.state().backing.upstream)
     }
 }

@@ -2,14 +2,13 @@
 //! reserved virtual address range.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::CoalescingFreeList;
-use super::detail::stream_ordered::{Backing, StreamOrdered};
+use super::detail::shell::{stream_ordered_memory_resource, Props, StreamOrderedResource};
+use super::detail::stream_ordered::Backing;
 use super::pool::check_sizes;
-use super::{check_base_alignment, MemoryResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
-use crate::device::{current_device, DeviceGuard, DeviceId};
+use crate::device::{current_device, DeviceGuard};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
@@ -179,18 +178,6 @@ impl Backing for VmBacking {
     }
 }
 
-struct VmInner {
-    state: Mutex<StreamOrdered<VmBacking>>,
-    device: DeviceId,
-}
-
-impl Drop for VmInner {
-    fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.teardown();
-    }
-}
-
 /// A coalescing best-fit pool that reserves one virtual address range and
 /// grows by mapping physical memory (`cuMemCreate`, `cuMemMap`,
 /// `cuMemSetAccess`) at its end, so the pool stays one contiguous range:
@@ -216,14 +203,15 @@ impl Drop for VmInner {
 /// assert!(released > 0);
 /// # Ok::<(), rmm::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct VirtualPoolMemoryResource {
-    inner: Arc<VmInner>,
+    shell: StreamOrderedResource<VmBacking>,
 }
+
+stream_ordered_memory_resource!(VirtualPoolMemoryResource);
 
 impl fmt::Debug for VirtualPoolMemoryResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state();
+        let s = self.shell.state();
         f.debug_struct("VirtualPoolMemoryResource")
             .field("base", &DevicePtr::new(s.backing.base))
             .field("reserved", &s.backing.reserved)
@@ -267,18 +255,17 @@ impl VirtualPoolMemoryResource {
             mapped: 0,
             pieces: Vec::new(),
         };
+        let props = Props {
+            simulated: false,
+            device: Some(device),
+            device_accessible: true,
+            host_accessible: false,
+        };
         let mr = VirtualPoolMemoryResource {
-            inner: Arc::new(VmInner {
-                state: Mutex::new({
-                    let mut core = StreamOrdered::new(backing, false, Some(device));
-                    core.set_check_frees(!options.unchecked_frees);
-                    core
-                }),
-                device,
-            }),
+            shell: StreamOrderedResource::new(props.core(backing, options.unchecked_frees), props),
         };
         if options.initial_pool_size > 0 {
-            let mut s = mr.state();
+            let mut s = mr.shell.state();
             let n = s.backing.round(options.initial_pool_size).min(reserved);
             let at = s.backing.map_more(n)?;
             s.add_fresh(at, n, CudaStreamView::DEFAULT);
@@ -286,28 +273,24 @@ impl VirtualPoolMemoryResource {
         Ok(mr)
     }
 
-    fn state(&self) -> MutexGuard<'_, StreamOrdered<VmBacking>> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Bytes of physical memory mapped.
     pub fn pool_size(&self) -> usize {
-        self.state().backing.mapped
+        self.shell.state().backing.mapped
     }
 
     /// Size of the reserved address range.
     pub fn reserved_size(&self) -> usize {
-        self.state().backing.reserved
+        self.shell.state().backing.reserved
     }
 
     /// The physical allocation granularity.
     pub fn granularity(&self) -> usize {
-        self.state().backing.granularity
+        self.shell.state().backing.granularity
     }
 
     /// Free bytes inside the pool, over all streams.
     pub fn free_bytes(&self) -> usize {
-        self.state().free_bytes()
+        self.shell.free_bytes()
     }
 
     /// Synchronises the device, then unmaps every growth step that lies
@@ -318,8 +301,9 @@ impl VirtualPoolMemoryResource {
     /// The driver's error from synchronising; unmapping errors are logged
     /// and stop the trim.
     pub fn release_unused(&self) -> Result<usize> {
-        let _guard = DeviceGuard::new(self.inner.device)?;
-        let mut s = self.state();
+        // The device is always set (`new` binds the current one).
+        let _guard = self.shell.props().device.map(DeviceGuard::new).transpose()?;
+        let mut s = self.shell.state();
         driver::device_synchronize()?;
         let end = s.backing.base + s.backing.mapped as u64;
         let mut found: Option<(usize, u64, usize)> = None;
@@ -361,32 +345,5 @@ impl VirtualPoolMemoryResource {
             });
         }
         Ok(released)
-    }
-}
-
-impl MemoryResource for VirtualPoolMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        self.state().allocate_request(bytes, stream).map(DevicePtr::new)
-    }
-
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() {
-            return;
-        }
-        self.state().deallocate_request(ptr.addr(), bytes, stream);
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<VirtualPoolMemoryResource>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    fn device(&self) -> Option<DeviceId> {
-        Some(self.inner.device)
     }
 }

@@ -1,5 +1,6 @@
 //! Crate-private machinery of the resources: the stream-ordered engine
-//! shared by the pool, fixed-size and virtual pool resources, the free lists
+//! shared by the pool, fixed-size and virtual pool resources and the shell
+//! around it (shared state, `MemoryResource` forwarding), the free lists
 //! and live-allocation records they keep, the arena resource's book, and
 //! small helpers (alignment checks, device binding).
 //!
@@ -11,6 +12,7 @@ pub(crate) mod arena_book;
 mod device;
 pub mod free_list;
 pub(crate) mod live_set;
+pub(crate) mod shell;
 pub(crate) mod stream_ordered;
 
 pub(crate) use device::{bound_device, quiesce_device};

@@ -32,6 +32,7 @@ use super::live_set::{log_bad_free, LiveMap};
 use crate::device::{ensure_current, DeviceId};
 use crate::driver;
 use crate::error::{Error, Result};
+use crate::mr::FreeBlockStats;
 use crate::stream::CudaStreamView;
 
 /// Where sub-allocated memory comes from.
@@ -56,6 +57,17 @@ pub(crate) trait Backing: Send + 'static {
     /// Returns all memory to where it came from (the resource is gone, or
     /// its construction failed); a second call does nothing.
     fn release(&mut self);
+    /// The error (not logged) for a request of `bytes` (> 0) the resource
+    /// refuses before looking for a block; `None` (the default): none.
+    fn refuse(&self, _bytes: usize) -> Option<Error> {
+        None
+    }
+    /// The free blocks in `lists` (every stream's), for
+    /// [`MemoryResource::free_block_stats`](crate::mr::MemoryResource::free_block_stats);
+    /// `None` (the default): not reported.
+    fn free_block_stats<'a>(_lists: impl Iterator<Item = &'a Self::List>) -> Option<FreeBlockStats> {
+        None
+    }
 }
 
 /// A stream's identity: the handle, plus the thread for the per-thread
@@ -372,6 +384,21 @@ impl<B: Backing> StreamOrdered<B> {
                 Ok(())
             }
         }
+    }
+
+    /// After initial memory was taken on the default stream: waits for it
+    /// (not when simulated); when that fails, releases the backing.
+    ///
+    /// # Errors
+    /// The driver's error from synchronising.
+    pub fn settle_initial(&mut self) -> Result<()> {
+        if !self.simulated {
+            if let Err(e) = CudaStreamView::DEFAULT.synchronize() {
+                self.backing.release();
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// The resource's end: with its device current, waits for every use of

@@ -1,0 +1,233 @@
+//! The shell the pool, fixed-size and virtual pool resources share around
+//! the stream-ordered core ([`StreamOrdered`]): the shared, mutex-guarded
+//! state behind every clone, the properties taken from the upstream at
+//! construction, the `MemoryResource` forwarding, the statistics queries,
+//! and the teardown when the last clone is dropped.
+//!
+//! A public resource is a one-field wrapper around a
+//! [`StreamOrderedResource`] over its own [`Backing`] (how it gets and
+//! returns memory); [`stream_ordered_memory_resource!`] stamps its `Clone`
+//! and `MemoryResource` impls, which only forward to the shell.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::stream_ordered::{Backing, StreamOrdered};
+use crate::device::DeviceId;
+use crate::error::Result;
+use crate::mr::{check_base_alignment, FreeBlockStats, MemoryResource};
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// What a resource reports about its memory, fixed at construction.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Props {
+    /// No GPU is behind the memory.
+    pub simulated: bool,
+    /// The device whose memory the resource holds, if bound to one.
+    pub device: Option<DeviceId>,
+    /// The GPU can access the memory.
+    pub device_accessible: bool,
+    /// The host can access the memory.
+    pub host_accessible: bool,
+}
+
+impl Props {
+    /// The properties of a resource that sub-allocates `upstream`'s memory.
+    ///
+    /// # Errors
+    /// The driver's error when the current device cannot be read.
+    pub fn of<U: MemoryResource>(upstream: &U) -> Result<Props> {
+        Ok(Props {
+            simulated: upstream.is_simulated(),
+            device: super::bound_device(upstream)?,
+            device_accessible: upstream.is_device_accessible(),
+            host_accessible: upstream.is_host_accessible(),
+        })
+    }
+
+    /// A core over `backing` for memory with these properties; frees are
+    /// checked against the live allocations unless `unchecked_frees`.
+    pub fn core<B: Backing>(&self, backing: B, unchecked_frees: bool) -> StreamOrdered<B> {
+        let mut core = StreamOrdered::new(backing, self.simulated, self.device);
+        core.set_check_frees(!unchecked_frees);
+        core
+    }
+}
+
+struct Inner<B: Backing> {
+    state: Mutex<StreamOrdered<B>>,
+    props: Props,
+}
+
+impl<B: Backing> Drop for Inner<B> {
+    fn drop(&mut self) {
+        // A poisoned lock still holds the state: tear it down all the same.
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.teardown();
+    }
+}
+
+/// A stream-ordered resource over backing `B`: one mutex around the core,
+/// shared by every clone; the memory goes back when the last clone is
+/// dropped.
+pub(crate) struct StreamOrderedResource<B: Backing> {
+    inner: Arc<Inner<B>>,
+}
+
+impl<B: Backing> Clone for StreamOrderedResource<B> {
+    fn clone(&self) -> Self {
+        StreamOrderedResource {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<B: Backing> StreamOrderedResource<B> {
+    /// The shell around a core that already holds its initial memory.
+    pub fn new(core: StreamOrdered<B>, props: Props) -> Self {
+        StreamOrderedResource {
+            inner: Arc::new(Inner {
+                state: Mutex::new(core),
+                props,
+            }),
+        }
+    }
+
+    /// The core, locked (a poisoned lock is taken over: the core keeps its
+    /// invariants between calls).
+    pub fn state(&self) -> MutexGuard<'_, StreamOrdered<B>> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The properties fixed at construction.
+    pub fn props(&self) -> &Props {
+        &self.inner.props
+    }
+
+    /// True when both are clones of one resource.
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// [`MemoryResource::allocate`].
+    pub fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        check_base_alignment(alignment)?;
+        if bytes == 0 {
+            return Ok(DevicePtr::NULL);
+        }
+        let mut state = self.state();
+        if let Some(e) = state.backing.refuse(bytes) {
+            return Err(e);
+        }
+        state.allocate_request(bytes, stream).map(DevicePtr::new)
+    }
+
+    /// [`MemoryResource::deallocate`]: a free the core does not recognise
+    /// is logged and ignored, so this is safe to call with any arguments.
+    pub fn deallocate(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView) {
+        if ptr.is_null() {
+            return;
+        }
+        self.state().deallocate_request(ptr.addr(), bytes, stream);
+    }
+
+    /// Free bytes over all streams.
+    pub fn free_bytes(&self) -> usize {
+        self.state().free_bytes()
+    }
+
+    /// Frees refused so far.
+    pub fn bad_frees(&self) -> usize {
+        self.state().bad_frees()
+    }
+
+    /// [`MemoryResource::free_block_stats`], as the backing reports it.
+    pub fn free_block_stats(&self) -> Option<FreeBlockStats> {
+        B::free_block_stats(self.state().lists())
+    }
+}
+
+/// Returns every upstream chunk (address → size) to `upstream` and empties
+/// `chunks`: the release of the backings that sub-allocate 256-byte aligned
+/// chunks of an upstream resource.
+///
+/// # Safety
+/// Every chunk came from `upstream.allocate(size, 256, _)`, and none of its
+/// memory is in use any more.
+pub(crate) unsafe fn release_chunks<U: MemoryResource>(upstream: &U, chunks: &mut BTreeMap<u64, usize>) {
+    for (addr, size) in std::mem::take(chunks) {
+        // SAFETY: the caller's contract: allocated with these arguments, unused.
+        unsafe {
+            upstream.deallocate(
+                DevicePtr::new(addr),
+                size,
+                crate::align::CUDA_ALLOCATION_ALIGNMENT,
+                CudaStreamView::DEFAULT,
+            )
+        };
+    }
+}
+
+/// Implements `Clone` and `MemoryResource` for a resource `$ty` (generic
+/// over an upstream `$u`, if given) whose one field `shell` is a
+/// [`StreamOrderedResource`]: each method forwards to the shell.
+macro_rules! stream_ordered_memory_resource {
+    ($ty:ty $(, $u:ident)?) => {
+        impl<$($u: $crate::mr::MemoryResource)?> Clone for $ty {
+            fn clone(&self) -> Self {
+                Self {
+                    shell: self.shell.clone(),
+                }
+            }
+        }
+
+        impl<$($u: $crate::mr::MemoryResource)?> $crate::mr::MemoryResource for $ty {
+            fn allocate(
+                &self,
+                bytes: usize,
+                alignment: usize,
+                stream: $crate::stream::CudaStreamView,
+            ) -> $crate::error::Result<$crate::ptr::DevicePtr> {
+                self.shell.allocate(bytes, alignment, stream)
+            }
+
+            unsafe fn deallocate(
+                &self,
+                ptr: $crate::ptr::DevicePtr,
+                bytes: usize,
+                _alignment: usize,
+                stream: $crate::stream::CudaStreamView,
+            ) {
+                self.shell.deallocate(ptr, bytes, stream);
+            }
+
+            fn is_equal(&self, other: &dyn $crate::mr::MemoryResource) -> bool {
+                other
+                    .downcast_ref::<Self>()
+                    .is_some_and(|o| self.shell.same(&o.shell))
+            }
+
+            fn device(&self) -> Option<$crate::device::DeviceId> {
+                self.shell.props().device
+            }
+
+            fn is_simulated(&self) -> bool {
+                self.shell.props().simulated
+            }
+
+            fn is_device_accessible(&self) -> bool {
+                self.shell.props().device_accessible
+            }
+
+            fn is_host_accessible(&self) -> bool {
+                self.shell.props().host_accessible
+            }
+
+            fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
+                self.shell.free_block_stats()
+            }
+        }
+    };
+}
+pub(crate) use stream_ordered_memory_resource;
