@@ -50,6 +50,10 @@
  *              pageable copy and sync on device 1, then device 0 made current
  *              for a pageable copy from device 0 memory on the thread's stream
  *              and a managed allocation freed, device 1 current in between
+ *   y the two-GPU container test call for call: streams created and destroyed
+ *              on both devices, device-0 buffers (plain, pool, managed) read,
+ *              resized and freed with device 1 current in between (device 0
+ *              made current for each call, as rmm's DeviceGuard does)
  * REPRO_LATE_CTX_MS=N (environment): after N ms, thread 0 creates device 1's
  *   primary context (first use of device 1 in the process), allocates,
  *   writes and frees plain and managed memory there, and returns to device
@@ -363,6 +367,50 @@ static void *worker(void *arg) {
       where[t] = "x: cuCtxSetCurrent(1) for free"; CK(cuCtxSetCurrent(ctx1));
       where[t] = "x: cuMemFree(dev 1)"; CK(cuMemFree(q));
       where[t] = "x: cuCtxSetCurrent(0) at end"; CK(cuCtxSetCurrent(ctx));
+      break; }
+    case 'y': {
+      pthread_mutex_lock(&once_lock);
+      if (!ctx1) {
+        CUdevice d1; where[t] = "y: cuDevicePrimaryCtxRetain(1)";
+        CK(cuDeviceGet(&d1, 1)); CK(cuDevicePrimaryCtxRetain(&ctx1, d1));
+      }
+      pthread_mutex_unlock(&once_lock);
+      CUstream s0, s1; CUdeviceptr plain, pooled, man, dev1, bigger;
+      where[t] = "y: cuStreamCreate(dev 0)"; CK(cuStreamCreate(&s0, CU_STREAM_DEFAULT));
+      where[t] = "y: cuMemAlloc(dev 0)"; CK(cuMemAlloc(&plain, 4096));
+      where[t] = "y: cuMemAllocAsync(dev 0)"; CK(cuMemAllocAsync(&pooled, 4096, s0));
+      where[t] = "y: cuMemAllocManaged"; CK(cuMemAllocManaged(&man, 4096, CU_MEM_ATTACH_GLOBAL));
+      where[t] = "y: cuMemcpyAsync(pageable->dev 0)"; CK(cuMemcpyAsync(plain, (CUdeviceptr)host, 4096, s0));
+      where[t] = "y: cuMemcpyAsync(pageable->pool)"; CK(cuMemcpyAsync(pooled, (CUdeviceptr)host, 4096, s0));
+      where[t] = "y: cuMemcpyAsync(pageable->managed)"; CK(cuMemcpyAsync(man, (CUdeviceptr)host, 4096, s0));
+      where[t] = "y: cuStreamSynchronize(s0)"; CK(cuStreamSynchronize(s0));
+      where[t] = "y: cuCtxSetCurrent(1)"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "y: cuStreamCreate(dev 1)"; CK(cuStreamCreate(&s1, CU_STREAM_DEFAULT));
+      where[t] = "y: cuMemAlloc(dev 1)"; CK(cuMemAlloc(&dev1, 1000));
+      where[t] = "y: cuMemcpyAsync(pageable->dev 1)"; CK(cuMemcpyAsync(dev1, (CUdeviceptr)host, 1000, s1));
+      where[t] = "y: cuStreamSynchronize(s1)"; CK(cuStreamSynchronize(s1));
+      where[t] = "y: cuCtxSetCurrent(0) read"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "y: cuMemcpyAsync(pool->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, pooled, 4096, s0));
+      where[t] = "y: cuStreamSynchronize(s0) read"; CK(cuStreamSynchronize(s0));
+      where[t] = "y: cuCtxSetCurrent(1) after read"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "y: cuCtxSetCurrent(0) resize"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "y: cuMemAlloc(resize)"; CK(cuMemAlloc(&bigger, 8192));
+      where[t] = "y: cuMemcpyAsync(dev 0->dev 0)"; CK(cuMemcpyAsync(bigger, plain, 4096, s0));
+      where[t] = "y: cuStreamSynchronize(s0) resize"; CK(cuStreamSynchronize(s0));
+      where[t] = "y: cuMemFree(old)"; CK(cuMemFree(plain));
+      where[t] = "y: cuCtxSetCurrent(1) after resize"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "y: cuCtxSetCurrent(0) drops"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "y: cuMemFree(resized)"; CK(cuMemFree(bigger));
+      where[t] = "y: cuMemFreeAsync(pool)"; CK(cuMemFreeAsync(pooled, s0));
+      where[t] = "y: cuMemFree(managed)"; CK(cuMemFree(man));
+      where[t] = "y: cuCtxSetCurrent(1) after drops"; CK(cuCtxSetCurrent(ctx1));
+      where[t] = "y: cuMemcpyAsync(dev 1->pageable)"; CK(cuMemcpyAsync((CUdeviceptr)host, dev1, 1000, s1));
+      where[t] = "y: cuStreamSynchronize(s1) read"; CK(cuStreamSynchronize(s1));
+      where[t] = "y: cuMemFree(dev 1)"; CK(cuMemFree(dev1));
+      where[t] = "y: cuStreamDestroy(s1)"; CK(cuStreamDestroy(s1));
+      where[t] = "y: cuCtxSetCurrent(0) end"; CK(cuCtxSetCurrent(ctx));
+      where[t] = "y: cuStreamSynchronize(s0) end"; CK(cuStreamSynchronize(s0));
+      where[t] = "y: cuStreamDestroy(s0)"; CK(cuStreamDestroy(s0));
       break; }
     case 'P': {
       void *h; where[t] = "cuMemHostAlloc"; CK(cuMemHostAlloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));

@@ -60,7 +60,7 @@ step() {
       # the two-device mixes only with two GPUs.
       mkdir -p "${OUT:-.gpu-bench}"
       m=${REPRO_MIXES:-"F f g LQ W"}
-      [ "$gpus" -ge 2 ] && m="$m ${REPRO_MIXES2:-x MDHqx MDx}"
+      [ "$gpus" -ge 2 ] && m="$m ${REPRO_MIXES2:-y MDAqSy x}"
       OUT=${OUT:-.gpu-bench}/repro REPRO_THREADS=32 REPRO_S=8 bash repro/probe.sh "" "$m" || status=1 ;;
     trust)
       # carry .eu (elfutils' eu-stack) for thread dumps of a stall
