@@ -582,18 +582,30 @@ fn tracking_unknown_free_is_reported_not_forwarded() {
 }
 
 #[test]
-fn tracking_wrong_size_free_uses_tracked_size() {
+fn tracking_wrong_size_free_is_refused_and_the_allocation_stays_live() {
     captured_errors();
     let s = sim();
     let mr = TrackingAdaptor::new(s.clone(), false);
     let p = mr.allocate(1000, 256, S).unwrap();
-    // SAFETY: deliberately the wrong size for p: reported, freed with the tracked size.
+    // SAFETY: deliberately the wrong size for p: reported and ignored.
     unsafe { mr.deallocate(p, 777, 256, S) };
     assert_eq!(mr.bad_frees(), 1);
-    assert!(error_logged(&["size 777", "1000 bytes", &p.to_string()]));
+    assert!(error_logged(&[
+        "777 bytes",
+        "1000 bytes",
+        &p.to_string(),
+        "ignored"
+    ]));
     assert_eq!(s.bad_frees(), 0);
-    assert_eq!(s.allocated_bytes(), 0);
-    assert_eq!(mr.allocated_bytes(), 0);
+    assert!(s.allocated_bytes() >= 1000, "still allocated upstream");
+    assert_eq!(mr.allocated_bytes(), 1000);
+    assert_eq!(mr.outstanding_allocations().len(), 1);
+    // SAFETY: the right size now: freed upstream.
+    unsafe { mr.deallocate(p, 1000, 256, S) };
+    assert_eq!(
+        (s.allocated_bytes(), mr.allocated_bytes(), mr.bad_frees()),
+        (0, 0, 1)
+    );
 }
 
 // ---------------------------------------------------------------------------

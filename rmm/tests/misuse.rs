@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
     LimitingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource,
-    StatisticsAdaptor,
+    StatisticsAdaptor, TrackingAdaptor,
 };
 use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, DevicePtr};
@@ -536,6 +536,47 @@ fn model_statistics_over_simulated() {
         foreign: foreign.clone(),
     };
     drive(&sub, STEPS, 6);
+    drop(sub);
+    drop(mr);
+    finish(&sim, &foreign);
+}
+
+#[test]
+fn model_tracking_over_simulated() {
+    let sim = SimulatedMemoryResource::new(64 * GIB);
+    let foreign = foreign_of(&sim);
+    let foreign_bytes = sim.allocated_bytes();
+    let mr = TrackingAdaptor::new(sim.clone(), false);
+    let sub = Subject {
+        name: "tracking",
+        mr: &mr,
+        size: small,
+        max_live: 300,
+        snapshot: Box::new(|| {
+            vec![
+                mr.allocated_bytes(),
+                mr.outstanding_allocations().len(),
+                sim.allocated_bytes(),
+            ]
+        }),
+        consistent: Box::new(|m| {
+            let (bytes, live) = (mr.allocated_bytes(), mr.outstanding_allocations().len());
+            let upstream = sim.allocated_bytes() - foreign_bytes;
+            check(
+                bytes == m.bytes && live == m.keys.len() && upstream == m.rounded,
+                || {
+                    format!(
+                        "tracked {bytes} bytes in {live}, upstream {upstream}; model {} bytes in {}",
+                        m.bytes,
+                        m.keys.len()
+                    )
+                },
+            )
+        }),
+        refused: Some(Box::new(|| mr.bad_frees())),
+        foreign: foreign.clone(),
+    };
+    drive(&sub, STEPS, 7);
     drop(sub);
     drop(mr);
     finish(&sim, &foreign);

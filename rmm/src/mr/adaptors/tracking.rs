@@ -29,9 +29,10 @@ pub struct AllocationInfo {
 /// A free of a pointer it does not know is reported with `log::error!` and
 /// counted in [`bad_frees`](Self::bad_frees); it is *not* passed upstream
 /// (it would free memory the upstream may have given to someone else). A free
-/// with a wrong size is reported and counted the same way and passed
-/// upstream with the size that was allocated. Thread safe; the map's lock is
-/// never held across an upstream call.
+/// with a wrong size is reported, counted and ignored the same way, as in
+/// every resource and adaptor of this crate: the allocation stays live and
+/// tracked until a free with its size. Thread safe; the map's lock is never
+/// held across an upstream call.
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, SimulatedMemoryResource, TrackingAdaptor};
@@ -172,31 +173,42 @@ impl<U: MemoryResource> MemoryResource for TrackingAdaptor<U> {
         if ptr.is_null() {
             return;
         }
-        let removed = {
+        // Checked and removed under one lock, so two frees of one pointer
+        // cannot both pass; the upstream call runs after the lock is dropped.
+        let verdict = {
             let mut map = lock(&self.inner.map);
-            let removed = map.live.remove(&ptr);
-            if let Some(info) = &removed {
-                map.bytes -= info.size;
+            match map.live.get(&ptr).map(|info| info.size) {
+                None => Err(None),
+                Some(size) if size != bytes => Err(Some(size)),
+                Some(size) => {
+                    map.live.remove(&ptr);
+                    map.bytes -= size;
+                    Ok(size)
+                }
             }
-            removed
         };
-        let Some(info) = removed else {
-            self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-            log::error!(
-                "TrackingAdaptor: free of untracked pointer {ptr} ({bytes} bytes); not passed upstream"
-            );
-            return;
-        };
-        if info.size != bytes {
-            self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-            log::error!(
-                "TrackingAdaptor: free of {ptr} with size {bytes}, but it was allocated with {} bytes",
-                info.size
-            );
+        match verdict {
+            Ok(size) => {
+                // SAFETY: `ptr` was allocated from the upstream with `size`
+                // bytes (tracked, and the caller named that size) and the
+                // caller's contract covers the rest.
+                unsafe { self.inner.upstream.deallocate(ptr, size, alignment, stream) };
+            }
+            Err(None) => {
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "TrackingAdaptor: free of untracked pointer {ptr} ({bytes} bytes) \
+                     (double free, or a foreign, never-allocated or interior pointer); ignored"
+                );
+            }
+            Err(Some(size)) => {
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "TrackingAdaptor: free of {ptr} with {bytes} bytes, but it was allocated with \
+                     {size} bytes; ignored (the allocation stays live)"
+                );
+            }
         }
-        // SAFETY: `ptr` was allocated from the upstream with `info.size` bytes
-        // (tracked) and the caller's contract covers the rest.
-        unsafe { self.inner.upstream.deallocate(ptr, info.size, alignment, stream) };
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
