@@ -95,6 +95,16 @@ static CUmemoryPool make_pool(void) {
   return pool;
 }
 
+/* Device 1's primary context into ctx1, made by the first caller. */
+static void device1_context(int t, const char *label) {
+  pthread_mutex_lock(&once_lock);
+  if (!ctx1) {
+    CUdevice d1; where[t] = label;
+    CK(cuDeviceGet(&d1, 1)); CK(cuDevicePrimaryCtxRetain(&ctx1, d1));
+  }
+  pthread_mutex_unlock(&once_lock);
+}
+
 /* F's legacy-stream pattern over a pool that outlives the call. */
 static void legacy_joined(int t, CUmemoryPool pool, CUdeviceptr *pp);
 
@@ -317,23 +327,8 @@ static void *worker(void *arg) {
       where[t] = "q: cuStreamDestroy"; CK(cuStreamDestroy(b2));
       break; }
     case 'F': {
-      CUmemPoolProps props; memset(&props, 0, sizeof props);
-      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; props.location.type = CU_MEM_LOCATION_TYPE_DEVICE; props.location.id = 0;
-      CUmemoryPool pool; where[t] = "F: cuMemPoolCreate"; CK(cuMemPoolCreate(&pool, &props));
-      cuuint64_t thr = ~0ull; CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
-      CUevent e;
-      where[t] = "F: cuMemAllocFromPoolAsync(per-thread)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, CU_STREAM_PER_THREAD));
-      where[t] = "F: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-      where[t] = "F: cuEventRecord(per-thread)"; CK(cuEventRecord(e, CU_STREAM_PER_THREAD));
-      where[t] = "F: cuStreamWaitEvent(legacy)"; CK(cuStreamWaitEvent(CU_STREAM_LEGACY, e, 0));
-      where[t] = "F: cuEventDestroy"; CK(cuEventDestroy(e));
-      where[t] = "F: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, 4096, CU_STREAM_LEGACY));
-      where[t] = "F: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
-      where[t] = "F: cuEventCreate"; CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-      where[t] = "F: cuEventRecord(legacy)"; CK(cuEventRecord(e, CU_STREAM_LEGACY));
-      where[t] = "F: cuStreamWaitEvent(per-thread)"; CK(cuStreamWaitEvent(CU_STREAM_PER_THREAD, e, 0));
-      where[t] = "F: cuEventDestroy"; CK(cuEventDestroy(e));
-      where[t] = "F: cuMemFreeAsync(per-thread)"; CK(cuMemFreeAsync(p, CU_STREAM_PER_THREAD));
+      where[t] = "F: cuMemPoolCreate"; CUmemoryPool pool = make_pool();
+      legacy_joined(t, pool, &p);
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
       break; }
     case 'f': {
@@ -344,12 +339,7 @@ static void *worker(void *arg) {
       legacy_joined(t, shared_pool, &p);
       break;
     case 'x': {
-      pthread_mutex_lock(&once_lock);
-      if (!ctx1) {
-        CUdevice d1; where[t] = "x: cuDevicePrimaryCtxRetain(1)";
-        CK(cuDeviceGet(&d1, 1)); CK(cuDevicePrimaryCtxRetain(&ctx1, d1));
-      }
-      pthread_mutex_unlock(&once_lock);
+      device1_context(t, "x: cuDevicePrimaryCtxRetain(1)");
       CUdeviceptr q, m;
       where[t] = "x: cuCtxSetCurrent(1)"; CK(cuCtxSetCurrent(ctx1));
       where[t] = "x: cuMemAlloc(dev 1)"; CK(cuMemAlloc(&q, 4096));
@@ -369,12 +359,7 @@ static void *worker(void *arg) {
       where[t] = "x: cuCtxSetCurrent(0) at end"; CK(cuCtxSetCurrent(ctx));
       break; }
     case 'y': {
-      pthread_mutex_lock(&once_lock);
-      if (!ctx1) {
-        CUdevice d1; where[t] = "y: cuDevicePrimaryCtxRetain(1)";
-        CK(cuDeviceGet(&d1, 1)); CK(cuDevicePrimaryCtxRetain(&ctx1, d1));
-      }
-      pthread_mutex_unlock(&once_lock);
+      device1_context(t, "y: cuDevicePrimaryCtxRetain(1)");
       CUstream s0, s1; CUdeviceptr plain, pooled, man, dev1, bigger;
       where[t] = "y: cuStreamCreate(dev 0)"; CK(cuStreamCreate(&s0, CU_STREAM_DEFAULT));
       where[t] = "y: cuMemAlloc(dev 0)"; CK(cuMemAlloc(&plain, 4096));

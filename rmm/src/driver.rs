@@ -238,10 +238,7 @@ fn primary_context(device: i32) -> Result<cu::CUcontext> {
     if known != 0 {
         return Ok(known as cu::CUcontext);
     }
-    let mut dev = 0;
-    call!(cuDeviceGet(&mut dev, device))?;
-    let mut ctx: cu::CUcontext = std::ptr::null_mut();
-    call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+    let (dev, ctx) = retain_primary_context(device)?;
     match slot.compare_exchange(0, ctx as usize, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Ok(ctx),
         Err(theirs) => {
@@ -252,6 +249,16 @@ fn primary_context(device: i32) -> Result<cu::CUcontext> {
             Ok(theirs as cu::CUcontext)
         }
     }
+}
+
+/// Retains `device`'s primary context (one more reference to it); returns
+/// the driver's device handle with it, for the matching release.
+fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, cu::CUcontext)> {
+    let mut dev = 0;
+    call!(cuDeviceGet(&mut dev, device))?;
+    let mut ctx: cu::CUcontext = std::ptr::null_mut();
+    call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+    Ok((dev, ctx))
 }
 
 /// Whether every device's primary context is made at the first use of
@@ -266,12 +273,8 @@ fn eager_contexts() -> bool {
 /// any other driver work of ours can run (the table is still being built).
 fn retain_every_primary_context(table: &[AtomicUsize]) {
     for (ordinal, slot) in table.iter().enumerate() {
-        let mut dev = 0;
-        let mut ctx: cu::CUcontext = std::ptr::null_mut();
-        let retained = call!(cuDeviceGet(&mut dev, ordinal as i32))
-            .and_then(|()| call!(cuDevicePrimaryCtxRetain(&mut ctx, dev)));
-        match retained {
-            Ok(()) => slot.store(ctx as usize, Ordering::Release),
+        match retain_primary_context(ordinal as i32) {
+            Ok((_, ctx)) => slot.store(ctx as usize, Ordering::Release),
             // Left for the lazy path, which reports the error to its caller.
             Err(e) => log::warn!("retaining device {ordinal}'s primary context: {e}"),
         }
