@@ -146,6 +146,40 @@ pub fn last_prefetch_location(ptr: crate::DevicePtr, bytes: usize) -> Result<i32
     driver::mem_range_last_prefetch_location(ptr, bytes)
 }
 
+/// Prefetches `[ptr, ptr + bytes)` of managed memory to `device` on
+/// `stream` (`cuMemPrefetchAsync`), as RMM's `rmm::prefetch`. A no-op for
+/// memory that is not managed, for zero bytes, and on devices without
+/// concurrent managed access (where the driver cannot prefetch).
+///
+/// # Errors
+/// The driver's error (no GPU, a bad device ordinal).
+///
+/// ```no_run
+/// use rmm::device::{prefetch, DeviceId};
+/// use rmm::mr::{ManagedMemoryResource, MemoryResource};
+/// use rmm::CudaStreamView;
+/// let mr = ManagedMemoryResource::new();
+/// let p = mr.allocate(1 << 20, 256, CudaStreamView::DEFAULT)?;
+/// prefetch(p, 1 << 20, DeviceId(0), CudaStreamView::DEFAULT)?;
+/// unsafe { mr.deallocate(p, 1 << 20, 256, CudaStreamView::DEFAULT) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub fn prefetch(
+    ptr: crate::DevicePtr,
+    bytes: usize,
+    device: DeviceId,
+    stream: crate::CudaStreamView<'_>,
+) -> Result<()> {
+    if bytes == 0 || ptr.is_null() || !supports_concurrent_managed_access(device)? {
+        return Ok(());
+    }
+    match driver::mem_prefetch_async(ptr, bytes, device.0, stream.as_raw()) {
+        // Not managed memory: nothing to prefetch.
+        Err(Error::Cuda { code: 1, .. }) => Ok(()),
+        other => other,
+    }
+}
+
 /// Makes a device current for its lifetime and restores the previous one on
 /// drop (`cuda_set_device_raii`). Not `Send`: the current device is a
 /// per-thread setting.

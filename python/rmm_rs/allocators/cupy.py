@@ -1,0 +1,23 @@
+"""CuPy through rmm_rs: ``cupy.cuda.set_allocator(rmm_cupy_allocator)``."""
+
+from rmm_rs._lib import DeviceBuffer, Stream
+
+try:
+    import cupy
+except ImportError:  # pragma: no cover - depends on the environment
+    cupy = None
+
+
+def rmm_cupy_allocator(nbytes):
+    """A ``cupy.cuda.MemoryPointer`` over a ``DeviceBuffer`` of ``nbytes``
+    from the current device's resource, ordered on CuPy's current stream."""
+    if cupy is None:
+        raise ModuleNotFoundError("CuPy is not installed: rmm_cupy_allocator needs it")
+    stream = Stream(cupy.cuda.get_current_stream())
+    buf = DeviceBuffer(size=nbytes, stream=stream)
+    dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
+    mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
+    return cupy.cuda.memory.MemoryPointer(mem, 0)
+
+
+__all__ = ["rmm_cupy_allocator"]

@@ -1,0 +1,569 @@
+//! `rmm_rs.DeviceBuffer`: untyped device memory from a resource, with host
+//! copies, `__cuda_array_interface__` (version 3) and pickling.
+//!
+//! The raw-memory code of the package lives here: copies between a buffer
+//! and host or device addresses given by Python objects, and the one call
+//! of `MemoryResource::deallocate` for raw `allocate()` pointers.
+
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyTuple};
+
+use rmm::buffer::stream_wait;
+use rmm::device::{DeviceGuard, DeviceId};
+use rmm::mr::{MemoryResource, SharedResource};
+use rmm::{CudaStreamView, DevicePtr};
+
+use crate::errors::{IntoPy, RMMError};
+use crate::resources::resource_arg;
+use crate::sizes::size_arg;
+use crate::stream::{stream_arg, PyStream};
+
+/// Frees a raw pointer handed out by a Python resource's `allocate()`.
+///
+/// The caller (`DeviceMemoryResource.deallocate`) has checked against its
+/// record of live pointers that `ptr` came from `mr.allocate(bytes,
+/// alignment, _)` and removed it from that record, so it is freed once.
+#[allow(unsafe_code)]
+pub(crate) fn free_raw(
+    mr: &SharedResource,
+    ptr: DevicePtr,
+    bytes: usize,
+    alignment: usize,
+    stream: CudaStreamView,
+) {
+    // SAFETY: see above: a live pointer of this resource, with the size and
+    // alignment it was allocated with, freed exactly once. Work the caller
+    // still has on the memory is the caller's to order before `stream`, as
+    // RMM's Python API requires.
+    unsafe { mr.deallocate(ptr, bytes, alignment, stream) }
+}
+
+/// Untyped, uninitialized device memory (`rmm.DeviceBuffer`).
+#[pyclass(module = "rmm_rs", name = "DeviceBuffer")]
+pub(crate) struct PyDeviceBuffer {
+    buf: rmm::DeviceBuffer,
+    /// The buffer's stream object (keeps a foreign stream's owner alive).
+    stream: Py<PyStream>,
+    /// The Python resource object, when one was given.
+    mr: Option<Py<PyAny>>,
+}
+
+fn simulated_error(what: &str) -> PyErr {
+    RMMError::new_err(format!(
+        "{what}: this buffer is simulated memory (SimulatedMemoryResource): it has addresses but no \
+         contents to copy"
+    ))
+}
+
+/// Copies `n` bytes from `src` to `dst` on `stream`, after the work of
+/// `buf`'s stream, with `buf`'s device current, and waits for the copy.
+///
+/// # Safety
+/// `[src, src + n)` is readable and `[dst, dst + n)` writable memory
+/// (device, managed, pinned or pageable host) for the whole call; neither
+/// range is freed before the call returns (it synchronises `stream`).
+#[allow(unsafe_code)]
+unsafe fn copy_sync(
+    buf: &rmm::DeviceBuffer,
+    dst: u64,
+    src: u64,
+    n: usize,
+    stream: CudaStreamView<'_>,
+) -> rmm::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let _g = DeviceGuard::new(buf.device())?;
+    stream_wait(stream, buf.stream())?;
+    // SAFETY: forwarded contract; the synchronisation below ends the copy
+    // before either range can be freed.
+    unsafe { rmm::launch::memcpy_async(DevicePtr::new(dst), DevicePtr::new(src), n, stream)? };
+    stream.synchronize()
+}
+
+/// A host array's writable data pointer and byte size, for objects with a
+/// C-contiguous `__array_interface__` (NumPy), else None.
+fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
+    let Ok(iface) = obj.getattr("__array_interface__") else {
+        return Ok(None);
+    };
+    let Ok(iface) = iface.cast_into::<PyDict>() else {
+        return Ok(None);
+    };
+    let Some(data) = iface.get_item("data")? else {
+        return Ok(None);
+    };
+    let (ptr, readonly): (u64, bool) = data.extract()?;
+    if readonly {
+        return Err(PyValueError::new_err(
+            "copy_to_host: the target array is read-only",
+        ));
+    }
+    if let Some(strides) = iface.get_item("strides")? {
+        if !strides.is_none() && !obj.getattr("flags")?.getattr("c_contiguous")?.is_truthy()? {
+            return Err(PyValueError::new_err(
+                "copy_to_host: the target array is not C-contiguous",
+            ));
+        }
+    }
+    let nbytes: usize = obj.getattr("nbytes")?.extract()?;
+    Ok(Some((ptr, nbytes)))
+}
+
+/// The bytes of a host buffer-like object (bytes, bytearray, memoryview,
+/// NumPy array, ...), as `bytes`.
+fn host_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.clone());
+    }
+    let py = obj.py();
+    let mv = py
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "expected a bytes-like host buffer, not {}",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+    let flat = mv.call_method1("cast", ("B",))?;
+    Ok(flat.call_method0("tobytes")?.cast_into::<PyBytes>()?)
+}
+
+/// `(ptr, nbytes, stream)` of a device array: a DeviceBuffer or an object
+/// with a C-contiguous `__cuda_array_interface__`.
+fn device_source(obj: &Bound<'_, PyAny>) -> PyResult<(u64, usize, Option<usize>)> {
+    if let Ok(b) = obj.cast::<PyDeviceBuffer>() {
+        let b = b.borrow();
+        if b.buf.resource().is_simulated() && b.buf.size() > 0 {
+            return Err(simulated_error("copy_from_device"));
+        }
+        return Ok((b.buf.data().addr(), b.buf.size(), Some(b.buf.stream().as_raw())));
+    }
+    let iface = obj.getattr("__cuda_array_interface__").map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected a DeviceBuffer or an object with __cuda_array_interface__, not {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    let iface = iface.cast_into::<PyDict>()?;
+    let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+        iface
+            .get_item(k)?
+            .ok_or_else(|| PyValueError::new_err(format!("__cuda_array_interface__ has no {k:?}")))
+    };
+    let (ptr, _ro): (u64, bool) = get("data")?.extract()?;
+    let shape: Vec<usize> = get("shape")?.extract()?;
+    let typestr: String = get("typestr")?.extract()?;
+    let itemsize: usize = typestr
+        .get(2..)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| PyValueError::new_err(format!("bad typestr {typestr:?}")))?;
+    let count: usize = shape.iter().product();
+    let nbytes = count * itemsize;
+    if let Some(strides) = iface.get_item("strides")? {
+        if !strides.is_none() {
+            let strides: Vec<isize> = strides.extract()?;
+            let mut expect = itemsize as isize;
+            for (dim, stride) in shape.iter().zip(&strides).rev() {
+                if *dim > 1 && *stride != expect {
+                    return Err(PyValueError::new_err(
+                        "copy_from_device: the source is not C-contiguous",
+                    ));
+                }
+                expect *= *dim as isize;
+            }
+        }
+    }
+    let stream = match iface.get_item("stream")? {
+        Some(s) if !s.is_none() => Some(s.extract::<usize>()?),
+        _ => None,
+    };
+    Ok((ptr, nbytes, stream))
+}
+
+impl PyDeviceBuffer {
+    fn check_real(&self, what: &str) -> PyResult<()> {
+        if self.buf.resource().is_simulated() && self.buf.size() > 0 {
+            return Err(simulated_error(what));
+        }
+        Ok(())
+    }
+
+    fn make(
+        py: Python<'_>,
+        size: usize,
+        stream: Py<PyStream>,
+        mr: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (shared, mr_obj) = match mr {
+            Some(m) if !m.is_none() => (resource_arg(m, "mr")?, Some(m.clone().unbind())),
+            _ => (rmm::mr::current_device_resource(), None),
+        };
+        let buf = rmm::DeviceBuffer::with_resource(size, stream.get().view(), shared).py_err()?;
+        let _ = py;
+        Ok(PyDeviceBuffer {
+            buf,
+            stream,
+            mr: mr_obj,
+        })
+    }
+
+    /// Copies host bytes into the start of the buffer.
+    #[allow(unsafe_code)]
+    fn write_host(&self, data: &[u8], stream: &PyStream) -> PyResult<()> {
+        if data.len() > self.buf.size() {
+            return Err(PyValueError::new_err(format!(
+                "copy_from_host: {} host bytes do not fit into a buffer of {} bytes",
+                data.len(),
+                self.buf.size()
+            )));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.check_real("copy_from_host")?;
+        // SAFETY: `data` is borrowed (readable) for the whole call; the
+        // destination is the first `data.len() <= size` bytes of the live
+        // buffer; `copy_sync` waits for the copy.
+        unsafe {
+            copy_sync(
+                &self.buf,
+                self.buf.data().addr(),
+                data.as_ptr() as u64,
+                data.len(),
+                stream.view(),
+            )
+        }
+        .py_err()
+    }
+
+    fn read_host(&self, stream: &PyStream) -> PyResult<Vec<u8>> {
+        self.check_real("copy_to_host")?;
+        self.buf.to_host(stream.view()).py_err()
+    }
+}
+
+#[pymethods]
+impl PyDeviceBuffer {
+    /// `DeviceBuffer(*, ptr=None, size=0, stream=DEFAULT_STREAM, mr=None)`:
+    /// `size` bytes from `mr` (default: the current device's resource);
+    /// with `ptr`, a copy of the `size` bytes there (device or host).
+    #[new]
+    #[pyo3(signature = (*, ptr=None, size=None, stream=None, mr=None))]
+    fn py_new(
+        py: Python<'_>,
+        ptr: Option<u64>,
+        size: Option<&Bound<'_, PyAny>>,
+        stream: Option<&Bound<'_, PyAny>>,
+        mr: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let size = match size {
+            Some(s) => size_arg(s, "size")?,
+            None => 0,
+        };
+        let stream = stream_arg(py, stream)?;
+        let me = Self::make(py, size, stream, mr)?;
+        if let Some(src) = ptr.filter(|&p| p != 0) {
+            if size > 0 {
+                me.check_real("DeviceBuffer(ptr=...)")?;
+                #[allow(unsafe_code)]
+                // SAFETY: as RMM's `DeviceBuffer(ptr=, size=)`, the caller
+                // names `size` readable bytes at `ptr` (device or host); the
+                // destination is the new buffer; `copy_sync` waits for the copy.
+                unsafe { copy_sync(&me.buf, me.buf.data().addr(), src, size, me.stream.get().view()) }
+                    .py_err()?;
+            }
+        }
+        Ok(me)
+    }
+
+    /// Bytes in use.
+    #[getter]
+    fn size(&self) -> usize {
+        self.buf.size()
+    }
+
+    /// Same as `size`.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.buf.size()
+    }
+
+    /// The device address as an int (0 for an empty buffer).
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.buf.data().addr()
+    }
+
+    /// The device the buffer was made on.
+    #[getter]
+    fn device(&self) -> i32 {
+        self.buf.device().0
+    }
+
+    /// The stream the buffer is ordered on.
+    #[getter]
+    fn stream(&self, py: Python<'_>) -> Py<PyStream> {
+        self.stream.clone_ref(py)
+    }
+
+    /// The memory resource the buffer came from.
+    #[getter]
+    fn mr(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(m) = &self.mr {
+            return Ok(m.clone_ref(py));
+        }
+        let reg = py.import("rmm_rs.mr")?.getattr("get_per_device_resource")?;
+        Ok(reg.call1((self.buf.device().0,))?.unbind())
+    }
+
+    /// Bytes allocated.
+    fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    fn __len__(&self) -> usize {
+        self.buf.size()
+    }
+
+    fn __sizeof__(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<rmm_rs.DeviceBuffer size={} capacity={} ptr={:#x}>",
+            self.buf.size(),
+            self.buf.capacity(),
+            self.buf.data().addr()
+        )
+    }
+
+    /// Sets the size; beyond the capacity the memory is reallocated and the
+    /// contents kept. The buffer's stream becomes `stream`.
+    #[pyo3(signature = (new_size, stream=None))]
+    fn resize(
+        &mut self,
+        py: Python<'_>,
+        new_size: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let n = size_arg(new_size, "new_size")?;
+        let stream = stream_arg(py, stream)?;
+        self.buf.resize(n, stream.get().view()).py_err()?;
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Grows the capacity to at least `new_capacity`, keeping the contents.
+    #[pyo3(signature = (new_capacity, stream=None))]
+    fn reserve(
+        &mut self,
+        py: Python<'_>,
+        new_capacity: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let n = size_arg(new_capacity, "new_capacity")?;
+        let stream = stream_arg(py, stream)?;
+        self.buf.reserve(n, stream.get().view()).py_err()?;
+        self.stream = stream;
+        Ok(())
+    }
+
+    /// Copies the buffer to host memory: into `ary` (any writable,
+    /// C-contiguous bytes-like object of at least `size` bytes) or into a
+    /// new NumPy uint8 array (a bytearray without NumPy); returns it.
+    #[pyo3(signature = (ary=None, stream=None))]
+    fn copy_to_host<'py>(
+        &self,
+        py: Python<'py>,
+        ary: Option<&Bound<'py, PyAny>>,
+        stream: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let stream = stream_arg(py, stream)?;
+        let n = self.buf.size();
+        let target = match ary {
+            Some(a) if !a.is_none() => a.clone(),
+            _ => match py.import("numpy") {
+                Ok(np) => np.call_method1("empty", ((n,),))?.into_any(),
+                Err(_) => PyByteArray::new(py, &vec![0u8; n]).into_any(),
+            },
+        };
+        if let Some((ptr, nbytes)) = host_array_target(&target)? {
+            if nbytes < n {
+                return Err(PyValueError::new_err(format!(
+                    "copy_to_host: the target holds {nbytes} bytes, the buffer {n}"
+                )));
+            }
+            if n > 0 {
+                self.check_real("copy_to_host")?;
+                #[allow(unsafe_code)]
+                // SAFETY: `target` (referenced here for the whole call) is a
+                // writable, C-contiguous host array of at least `n` bytes at
+                // `ptr`; the source is the live buffer; `copy_sync` waits.
+                unsafe { copy_sync(&self.buf, ptr, self.buf.data().addr(), n, stream.get().view()) }
+                    .py_err()?;
+            }
+            return Ok(target);
+        }
+        let data = self.read_host(stream.get())?;
+        let mv = py.import("builtins")?.getattr("memoryview")?.call1((&target,))?;
+        let flat = mv.call_method1("cast", ("B",))?;
+        let len: usize = flat.len()?;
+        if len < n {
+            return Err(PyValueError::new_err(format!(
+                "copy_to_host: the target holds {len} bytes, the buffer {n}"
+            )));
+        }
+        let slice = py.import("builtins")?.getattr("slice")?.call1((0, n))?;
+        flat.set_item(slice, PyBytes::new(py, &data))?;
+        Ok(target)
+    }
+
+    /// Copies host bytes (any bytes-like object of at most `size` bytes)
+    /// to the start of the buffer.
+    #[pyo3(signature = (ary, stream=None))]
+    fn copy_from_host(
+        &self,
+        py: Python<'_>,
+        ary: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let stream = stream_arg(py, stream)?;
+        let bytes = host_bytes(ary)?;
+        self.write_host(bytes.as_bytes(), stream.get())
+    }
+
+    /// Copies device memory (a DeviceBuffer or anything with a C-contiguous
+    /// `__cuda_array_interface__`, at most `size` bytes) to the start of the
+    /// buffer.
+    #[pyo3(signature = (cuda_ary, stream=None))]
+    fn copy_from_device(
+        &self,
+        py: Python<'_>,
+        cuda_ary: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let stream = stream_arg(py, stream)?;
+        let (src, n, src_stream) = device_source(cuda_ary)?;
+        if n > self.buf.size() {
+            return Err(PyValueError::new_err(format!(
+                "copy_from_device: {n} source bytes do not fit into a buffer of {} bytes",
+                self.buf.size()
+            )));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_real("copy_from_device")?;
+        let view = stream.get().view();
+        if let Some(s) = src_stream.filter(|&s| s != view.as_raw()) {
+            #[allow(unsafe_code)]
+            // SAFETY: the producer's stream, named by its array interface
+            // (or the source DeviceBuffer, which the caller's reference keeps
+            // alive), is live while the producer's array is.
+            let producer = unsafe { CudaStreamView::from_raw(s) };
+            let _g = DeviceGuard::new(self.buf.device()).py_err()?;
+            stream_wait(view, producer).py_err()?;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: `cuda_ary` (referenced for the whole call) describes `n`
+        // readable contiguous bytes at `src`; the destination is the first
+        // `n <= size` bytes of this buffer; `copy_sync` waits for the copy.
+        unsafe { copy_sync(&self.buf, self.buf.data().addr(), src, n, view) }.py_err()
+    }
+
+    /// A new buffer holding a copy of the host bytes `b`.
+    #[staticmethod]
+    #[pyo3(signature = (b, stream=None, mr=None))]
+    fn to_device(
+        py: Python<'_>,
+        b: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyAny>>,
+        mr: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let stream = stream_arg(py, stream)?;
+        let bytes = host_bytes(b)?;
+        let data = bytes.as_bytes();
+        let me = Self::make(py, data.len(), stream, mr)?;
+        me.write_host(data, me.stream.get())?;
+        Ok(me)
+    }
+
+    /// The buffer's contents as `bytes`.
+    #[pyo3(signature = (stream=None))]
+    fn tobytes<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let stream = stream_arg(py, stream)?;
+        let data = self.read_host(stream.get())?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Prefetches managed memory to `device` (default: the current device)
+    /// on `stream` (default: the buffer's); a no-op for other memory.
+    #[pyo3(signature = (device=None, stream=None))]
+    fn prefetch(
+        &self,
+        py: Python<'_>,
+        device: Option<i32>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if self.buf.resource().is_simulated() || self.buf.size() == 0 {
+            return Ok(());
+        }
+        let stream = match stream {
+            Some(s) if !s.is_none() => stream_arg(py, Some(s))?,
+            _ => self.stream.clone_ref(py),
+        };
+        let device = match device {
+            Some(d) => DeviceId(d),
+            None => rmm::device::current_device().py_err()?,
+        };
+        rmm::device::prefetch(self.buf.data(), self.buf.size(), device, stream.get().view()).py_err()
+    }
+
+    /// The CUDA Array Interface, version 3 (`|u1`, one dimension; `stream`
+    /// is the buffer's stream, 1 for the legacy default stream). Simulated
+    /// buffers have none (no device memory behind their addresses).
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if self.buf.resource().is_simulated() {
+            return Err(PyAttributeError::new_err(
+                "a simulated DeviceBuffer has no __cuda_array_interface__ (no device memory behind it)",
+            ));
+        }
+        let d = PyDict::new(py);
+        d.set_item("data", (self.buf.data().addr(), false))?;
+        d.set_item("shape", PyTuple::new(py, [self.buf.size()])?)?;
+        d.set_item("strides", py.None())?;
+        d.set_item("typestr", "|u1")?;
+        d.set_item("version", 3)?;
+        let s = self.buf.stream().as_raw();
+        d.set_item("stream", if s == 0 { 1 } else { s })?;
+        Ok(d)
+    }
+
+    /// Pickling copies the contents through the host.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let rebuild = py.import("rmm_rs._pickle")?.getattr("rebuild_device_buffer")?;
+        let data = self.read_host(self.stream.get()).map_err(|e| {
+            if self.buf.resource().is_simulated() {
+                PyTypeError::new_err(format!("cannot pickle a simulated DeviceBuffer: {e}"))
+            } else {
+                e
+            }
+        })?;
+        Ok((rebuild, (PyBytes::new(py, &data),)))
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDeviceBuffer>()?;
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! The two C-ABI functions behind `rmm_rs.allocators.torch.rmm_torch_allocator`
+//! (a `torch.cuda.memory.CUDAPluggableAllocator` over this extension
+//! library): they allocate from, and free to, the current resource of the
+//! device PyTorch names (`rmm_rs.mr.set_per_device_resource` /
+//! `set_current_device_resource` / `reinitialize`).
+//!
+//! No panic crosses the C boundary: each body runs under `catch_unwind`;
+//! an error or a panic is logged (debug log, error level) and `allocate`
+//! returns null, which PyTorch reports as an out-of-memory error.
+// `#[no_mangle]` is what the `unsafe_code` lint flags here; nothing in this
+// module dereferences a pointer.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::prelude::*;
+
+use rmm::device::{DeviceGuard, DeviceId};
+use rmm::mr::{per_device_resource, MemoryResource};
+use rmm::{CudaStreamView, DevicePtr, Error};
+
+/// Alignment of every allocation handed to PyTorch.
+const ALIGNMENT: usize = 256;
+
+fn check_device(device: c_int) -> rmm::Result<DeviceId> {
+    if device < 0 {
+        return Err(Error::InvalidArgument(format!("device {device} is negative")));
+    }
+    Ok(DeviceId(device))
+}
+
+fn allocate_impl(size: isize, device: c_int, stream: usize) -> rmm::Result<*mut c_void> {
+    let bytes =
+        usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} is negative")))?;
+    let device = check_device(device)?;
+    let mr = per_device_resource(device);
+    // Simulated resources (CPU tests) need no device; real ones run with
+    // PyTorch's device current.
+    let _g = if mr.is_simulated() {
+        None
+    } else {
+        Some(DeviceGuard::new(device)?)
+    };
+    // SAFETY: PyTorch passes the live stream of `device` the memory is for;
+    // the view is used for this call only.
+    let view = unsafe { CudaStreamView::from_raw(stream) };
+    let p = mr.allocate(bytes, ALIGNMENT, view)?;
+    Ok(p.addr() as usize as *mut c_void)
+}
+
+fn deallocate_impl(ptr: *mut c_void, size: isize, device: c_int, stream: usize) -> rmm::Result<()> {
+    let bytes =
+        usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} is negative")))?;
+    let device = check_device(device)?;
+    let mr = per_device_resource(device);
+    // Simulated resources (CPU tests) need no device; real ones run with
+    // PyTorch's device current.
+    let _g = if mr.is_simulated() {
+        None
+    } else {
+        Some(DeviceGuard::new(device)?)
+    };
+    // SAFETY: as in `allocate_impl`.
+    let view = unsafe { CudaStreamView::from_raw(stream) };
+    // SAFETY: PyTorch frees each pointer it got from `allocate` once, with
+    // the size it asked for, on the device it named, after its own uses
+    // (its caching allocator orders frees after the stream's work). The
+    // device's resource is the one that allocated it as long as the current
+    // resource is not changed under live tensors (RMM's rule, see
+    // README). Resources that check frees log and ignore a foreign one.
+    unsafe { mr.deallocate(DevicePtr::new(ptr as usize as u64), bytes, ALIGNMENT, view) };
+    Ok(())
+}
+
+/// `void* allocate(ssize_t size, int device, cudaStream_t stream)`: `size`
+/// bytes from `device`'s current resource, ordered on `stream`; null on
+/// failure (logged).
+#[no_mangle]
+pub extern "C" fn allocate(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void {
+    let stream = stream as usize;
+    match catch_unwind(AssertUnwindSafe(|| allocate_impl(size, device, stream))) {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            log::error!(
+                "rmm_rs torch allocate({size} bytes, device {device}, stream {stream:#x}) failed: {e}"
+            );
+            std::ptr::null_mut()
+        }
+        Err(_) => {
+            let _ =
+                catch_unwind(|| log::error!("rmm_rs torch allocate({size} bytes, device {device}) panicked"));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `void deallocate(void* ptr, ssize_t size, int device, cudaStream_t
+/// stream)`: returns `ptr` to `device`'s current resource; failures are
+/// logged.
+#[no_mangle]
+pub extern "C" fn deallocate(ptr: *mut c_void, size: isize, device: c_int, stream: *mut c_void) {
+    let stream = stream as usize;
+    match catch_unwind(AssertUnwindSafe(|| deallocate_impl(ptr, size, device, stream))) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            log::error!("rmm_rs torch deallocate({ptr:p}, {size} bytes, device {device}) failed: {e}");
+        }
+        Err(_) => {
+            let _ = catch_unwind(|| log::error!("rmm_rs torch deallocate({ptr:p}, {size} bytes) panicked"));
+        }
+    }
+}
+
+/// The names of the C functions for `CUDAPluggableAllocator`:
+/// `("allocate", "deallocate")`.
+#[pyfunction]
+pub(crate) fn extension_path_symbols() -> (&'static str, &'static str) {
+    ("allocate", "deallocate")
+}

@@ -1,0 +1,230 @@
+//! `rmm_rs.pylibrmm.stream.Stream`: a CUDA stream, ours or a foreign one
+//! (CuPy, PyTorch, Numba, or anything with `__cuda_stream__`).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use rmm::{CudaStream, CudaStreamView};
+
+use crate::errors::IntoPy;
+
+enum Kind {
+    /// A stream made here; the `Arc` inside keeps it alive as long as any
+    /// buffer ordered on it.
+    Owned(CudaStream),
+    /// A raw handle: the special streams (0 default, 1 legacy, 2 per-thread)
+    /// or a foreign stream, whose Python object is kept alive here.
+    Raw { handle: usize, owner: Option<Py<PyAny>> },
+}
+
+/// A CUDA stream (`rmm.pylibrmm.stream.Stream`).
+///
+/// `Stream()` makes a new stream; `Stream(obj)` wraps a CuPy, PyTorch or
+/// Numba stream, or any object with `__cuda_stream__`, keeping `obj` alive.
+#[pyclass(module = "rmm_rs.pylibrmm.stream", name = "Stream", frozen)]
+pub(crate) struct PyStream {
+    kind: Kind,
+}
+
+impl PyStream {
+    /// A stream of a raw handle without an owner (the special streams).
+    pub(crate) fn special(handle: usize) -> Self {
+        PyStream {
+            kind: Kind::Raw { handle, owner: None },
+        }
+    }
+
+    /// The raw handle.
+    pub(crate) fn handle(&self) -> usize {
+        match &self.kind {
+            Kind::Owned(s) => s.view().as_raw(),
+            Kind::Raw { handle, .. } => *handle,
+        }
+    }
+
+    /// A view of the stream, valid while `self` is.
+    #[allow(unsafe_code)]
+    pub(crate) fn view(&self) -> CudaStreamView<'_> {
+        match &self.kind {
+            Kind::Owned(s) => s.view(),
+            // SAFETY: a raw handle is one of the special handles 0, 1, 2, or
+            // came from a foreign stream object's `__cuda_stream__` (or
+            // `.ptr` / `.cuda_stream` / `.handle`), which `owner` keeps
+            // alive for as long as `self`; like RMM, the package trusts
+            // such objects to name a live stream of the current context.
+            // Buffers that store the view also keep this `Stream` alive.
+            Kind::Raw { handle, .. } => unsafe { CudaStreamView::from_raw(*handle) },
+        }
+    }
+}
+
+/// The raw handle of a foreign stream object, if it looks like one.
+fn foreign_handle(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let to_handle = |v: Bound<'_, PyAny>| -> PyResult<Option<usize>> {
+        if v.is_none() {
+            return Ok(Some(0));
+        }
+        if let Ok(t) = v.cast::<PyTuple>() {
+            // The protocol: (version, handle).
+            if t.len() == 2 {
+                return Ok(Some(t.get_item(1)?.extract::<usize>()?));
+            }
+            return Err(PyTypeError::new_err(
+                "__cuda_stream__ must return (version, handle)",
+            ));
+        }
+        if let Ok(n) = v.extract::<usize>() {
+            return Ok(Some(n));
+        }
+        // ctypes.c_void_p and friends.
+        if v.hasattr("value")? {
+            let inner = v.getattr("value")?;
+            if inner.is_none() {
+                return Ok(Some(0));
+            }
+            return Ok(Some(inner.extract::<usize>()?));
+        }
+        // cuda-python handles (CUstream) convert with int().
+        if let Ok(n) = v.call_method0("__int__").and_then(|n| n.extract::<usize>()) {
+            return Ok(Some(n));
+        }
+        Ok(None)
+    };
+    if obj.hasattr("__cuda_stream__")? {
+        let attr = obj.getattr("__cuda_stream__")?;
+        let value = if attr.is_callable() { attr.call0()? } else { attr };
+        return to_handle(value);
+    }
+    // PyTorch: .cuda_stream; CuPy: .ptr; Numba: .handle.
+    for name in ["cuda_stream", "ptr", "handle"] {
+        if obj.hasattr(name)? {
+            if let Some(h) = to_handle(obj.getattr(name)?)? {
+                return Ok(Some(h));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[pymethods]
+impl PyStream {
+    #[new]
+    #[pyo3(signature = (obj=None))]
+    fn py_new(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        match obj {
+            None => Ok(PyStream {
+                kind: Kind::Owned(CudaStream::new().py_err()?),
+            }),
+            Some(o) if o.is_none() => Ok(PyStream {
+                kind: Kind::Owned(CudaStream::new().py_err()?),
+            }),
+            Some(o) => {
+                if let Ok(s) = o.cast::<PyStream>() {
+                    let s = s.get();
+                    return Ok(match &s.kind {
+                        Kind::Owned(c) => PyStream {
+                            kind: Kind::Owned(c.clone()),
+                        },
+                        Kind::Raw { handle, owner } => PyStream {
+                            kind: Kind::Raw {
+                                handle: *handle,
+                                owner: owner.as_ref().map(|p| p.clone_ref(o.py())),
+                            },
+                        },
+                    });
+                }
+                match foreign_handle(o)? {
+                    Some(handle) => Ok(PyStream {
+                        kind: Kind::Raw {
+                            handle,
+                            owner: Some(o.clone().unbind()),
+                        },
+                    }),
+                    None => Err(PyTypeError::new_err(format!(
+                        "{} is not a CUDA stream (expected rmm_rs Stream, a CuPy/PyTorch/Numba stream \
+                         or an object with __cuda_stream__)",
+                        o.get_type().name()?
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Waits for all work on the stream.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        let handle = self.handle();
+        let r = py.detach(|| {
+            #[allow(unsafe_code)]
+            // SAFETY: as in `view`: the handle names a live stream, kept
+            // alive by `self`, which the caller's reference holds.
+            let v = unsafe { CudaStreamView::from_raw(handle) };
+            v.synchronize()
+        });
+        r.py_err()
+    }
+
+    /// True for the default stream (legacy or the null handle).
+    fn is_default(&self) -> bool {
+        self.handle() <= 1
+    }
+
+    /// The CUDA stream protocol: `(0, handle)`.
+    fn __cuda_stream__(&self) -> (u32, usize) {
+        (0, self.handle())
+    }
+
+    /// The raw handle (`cudaStream_t` as an int).
+    #[getter]
+    fn ptr(&self) -> usize {
+        self.handle()
+    }
+
+    fn __int__(&self) -> usize {
+        self.handle()
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyStream>()
+            .map(|o| o.get().handle() == self.handle())
+            .unwrap_or(false)
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.handle() as u64
+    }
+
+    fn __repr__(&self) -> String {
+        match self.handle() {
+            0 => "Stream(default)".into(),
+            1 => "Stream(legacy default)".into(),
+            2 => "Stream(per-thread default)".into(),
+            h => format!("Stream({h:#x})"),
+        }
+    }
+}
+
+/// A stream argument: `None` (the default stream) or anything `Stream()`
+/// accepts.
+pub(crate) fn stream_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyStream>> {
+    match obj {
+        None => Py::new(py, PyStream::special(0)),
+        Some(o) if o.is_none() => Py::new(py, PyStream::special(0)),
+        Some(o) => match o.cast::<PyStream>() {
+            Ok(s) => Ok(s.clone().unbind()),
+            Err(_) => Py::new(py, PyStream::py_new(Some(o))?),
+        },
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStream>()?;
+    m.add("DEFAULT_STREAM", Py::new(m.py(), PyStream::special(0))?)?;
+    m.add("LEGACY_DEFAULT_STREAM", Py::new(m.py(), PyStream::special(1))?)?;
+    m.add(
+        "PER_THREAD_DEFAULT_STREAM",
+        Py::new(m.py(), PyStream::special(2))?,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+"""Shared set-up of the rmm_rs tests.
+
+* ``@pytest.mark.gpu`` tests need a CUDA GPU. Without one they skip, unless
+  ``RMM_REQUIRE_GPU=1``, which turns the skip into a failure (the GPU
+  machine runs with it, so it can never pass by skipping).
+* ``@pytest.mark.gpus(2)`` needs that many GPUs; it skips with fewer unless
+  ``RMM_REQUIRE_GPUS`` asks for at least as many.
+* ``need_module(name)`` imports an optional library (CuPy, PyTorch, Numba):
+  skipped when missing, failed when ``RMM_REQUIRE_MODULES`` lists it.
+* Every test gets the per-device registry back as it found it.
+"""
+
+import os
+
+import pytest
+
+import rmm_rs
+
+
+def _gpu_reason():
+    return rmm_rs.gpu_unavailable_reason()
+
+
+def require_gpu():
+    return os.environ.get("RMM_REQUIRE_GPU") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU")
+    config.addinivalue_line("markers", "gpus(n): needs n CUDA GPUs")
+
+
+def pytest_report_header(config):
+    reason = _gpu_reason()
+    if reason is None:
+        return f"rmm_rs {rmm_rs.__version__}: {rmm_rs.device_count()} GPU(s)"
+    return f"rmm_rs {rmm_rs.__version__}: NO GPU ({reason}); GPU tests skip"
+
+
+def pytest_runtest_setup(item):
+    needs = 1 if item.get_closest_marker("gpu") else 0
+    m = item.get_closest_marker("gpus")
+    if m is not None:
+        needs = max(needs, int(m.args[0]))
+    if needs == 0:
+        return
+    reason = _gpu_reason()
+    count = rmm_rs.device_count() if reason is None else 0
+    if count >= needs:
+        return
+    why = reason if reason is not None else f"{count} GPU(s), the test needs {needs}"
+    required_gpus = int(os.environ.get("RMM_REQUIRE_GPUS", "0") or 0)
+    required = require_gpu() if needs == 1 else required_gpus >= needs
+    if required:
+        pytest.fail(f"GPU required (RMM_REQUIRE_GPU=1 / RMM_REQUIRE_GPUS) but unavailable: {why}")
+    pytest.skip(f"GPU test, no GPU: {why}" if needs == 1 else f"needs {needs} GPUs: {why}")
+
+
+def need_module(name):
+    """Imports ``name``; skips the test without it, or fails when
+    ``RMM_REQUIRE_MODULES`` (comma-separated) lists it."""
+    required = {m.strip() for m in os.environ.get("RMM_REQUIRE_MODULES", "").split(",") if m.strip()}
+    try:
+        return __import__(name)
+    except Exception as e:  # ImportError, or a broken install
+        if name in required:
+            pytest.fail(f"{name} is required (RMM_REQUIRE_MODULES) but cannot be imported: {e!r}")
+        pytest.skip(f"{name} not importable: {e!r}")
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry():
+    """Puts every device's resource back after the test."""
+    import rmm_rs.mr as mr
+
+    saved = dict(mr._per_device_mrs)
+    yield
+    for device in list(mr._per_device_mrs):
+        if device in saved:
+            mr.set_per_device_resource(device, saved[device])
+        else:
+            mr._lib._reset_per_device_resource(device)
+            mr._per_device_mrs.pop(device, None)
+
+
+@pytest.fixture
+def sim():
+    """A simulated device of 1 GiB."""
+    return rmm_rs.mr.SimulatedMemoryResource("1GiB")
+
+
+def run_py(code, env=None, timeout=600):
+    """Runs ``code`` in a fresh interpreter (allocator hooks are
+    process-wide and set once); returns its stdout, failing the test with
+    its stderr when it exits non-zero."""
+    import subprocess
+    import sys
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+    if out.returncode != 0:
+        pytest.fail(
+            f"subprocess exited {out.returncode}\n--- stdout ---\n{out.stdout[-4000:]}"
+            f"\n--- stderr ---\n{out.stderr[-8000:]}"
+        )
+    return out.stdout

@@ -1,0 +1,837 @@
+"""What runs without a GPU: the package, argument handling, every resource
+and adaptor over the simulated resource, the registry, reinitialize,
+statistics and the profiler, logging to a file and replaying it."""
+
+import gc
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import rmm_rs
+import rmm_rs as rmm
+from rmm_rs import mr
+
+GPU = rmm_rs.gpu_available()
+
+
+# --- the package -----------------------------------------------------------
+
+
+def test_imports_without_optional_libraries():
+    # A fresh interpreter: importing rmm_rs imports none of CuPy, Numba, PyTorch.
+    code = (
+        "import sys, rmm_rs, rmm_rs.mr, rmm_rs.statistics, rmm_rs.allocators;"
+        "bad = [m for m in ('cupy', 'numba', 'torch') if m in sys.modules];"
+        "assert not bad, bad; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_names_mirror_rmm():
+    for name in [
+        "DeviceBuffer",
+        "reinitialize",
+        "is_initialized",
+        "DEFAULT_STREAM",
+        "set_logging_level",
+        "get_logging_level",
+        "flush_logger",
+        "should_log",
+        "level_enum",
+        "mr",
+        "statistics",
+    ]:
+        assert hasattr(rmm, name), name
+    from rmm_rs.pylibrmm.stream import DEFAULT_STREAM, Stream  # noqa: F401
+    from rmm_rs.pylibrmm.device_buffer import DeviceBuffer  # noqa: F401
+    from rmm_rs.pylibrmm import memory_resource
+
+    assert memory_resource.PoolMemoryResource is mr.PoolMemoryResource
+    for name in mr.__all__:
+        assert hasattr(mr, name), name
+    for name in [
+        "enable_statistics",
+        "get_statistics",
+        "push_statistics",
+        "pop_statistics",
+        "statistics",
+        "profiler",
+        "default_profiler_records",
+    ]:
+        assert hasattr(rmm.statistics, name), name
+
+
+@pytest.mark.skipif(GPU, reason="checks the no-GPU behaviour")
+def test_no_gpu_is_said_clearly():
+    reason = rmm_rs.gpu_unavailable_reason()
+    assert reason
+    assert not rmm_rs.gpu_available()
+    assert rmm_rs.device_count() == 0
+    for cls in [
+        mr.CudaMemoryResource,
+        mr.ManagedMemoryResource,
+        mr.PinnedHostMemoryResource,
+        mr.CudaAsyncMemoryResource,
+    ]:
+        with pytest.raises(rmm_rs.DriverUnavailableError) as e:
+            cls()
+        assert "GPU" in str(e.value) or "libcuda" in str(e.value)
+    # The default resource is the cuda one: allocating says there is no GPU.
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        rmm.DeviceBuffer(size=10)
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        mr.available_device_memory()
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        rmm.Stream()
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        rmm.reinitialize(pool_allocator=True)
+    assert issubclass(rmm_rs.DriverUnavailableError, RuntimeError)
+
+
+def test_unavailable_resources_say_why():
+    for cls in (mr.SystemMemoryResource, mr.SamHeadroomMemoryResource):
+        with pytest.raises(rmm_rs.RMMError, match="not available in rmm_rs"):
+            cls()
+
+
+# --- sizes and arguments ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1GiB", 1 << 30),
+        ("512MiB", 512 << 20),
+        ("100MB", 100_000_000),
+        ("4KiB", 4096),
+        ("1.5kB", 1500),
+        (" 2 gib ", 2 << 30),
+        ("4096", 4096),
+        ("1e6", 1_000_000),
+        ("10B", 10),
+        (12345, 12345),
+    ],
+)
+def test_size_strings(text, value):
+    assert rmm.parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "MiB", "1 parsec", "-1MiB", "1..2GB"])
+def test_bad_size_strings(bad):
+    with pytest.raises(ValueError):
+        rmm.parse_bytes(bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, None, [1], True])
+def test_bad_size_types(bad):
+    with pytest.raises(TypeError):
+        rmm.parse_bytes(bad)
+
+
+def test_sizes_everywhere(sim):
+    pool = mr.PoolMemoryResource(sim, initial_pool_size="1MiB", maximum_pool_size="4MiB")
+    assert pool.pool_size() == 1 << 20
+    assert pool.maximum_pool_size() == 4 << 20
+    b = rmm.DeviceBuffer(size="1KiB", mr=pool)
+    assert b.size == 1024
+    lim = mr.LimitingResourceAdaptor(sim, allocation_limit="1MB")
+    assert lim.get_allocation_limit() == 1_000_000
+
+
+def test_argument_errors(sim):
+    with pytest.raises(ValueError):
+        rmm.DeviceBuffer(size=-1, mr=sim)
+    with pytest.raises(TypeError):
+        rmm.DeviceBuffer(size=10, mr="pool")
+    with pytest.raises(TypeError):
+        rmm.DeviceBuffer(size=10, mr=sim, stream=object())
+    with pytest.raises(TypeError):
+        rmm.DeviceBuffer(size=10, mr=sim, stream=42)
+    with pytest.raises(TypeError):
+        rmm.DeviceBuffer(10)  # keyword-only, as in RMM
+    with pytest.raises(ValueError):
+        sim.allocate(-5)
+    with pytest.raises(TypeError):
+        mr.PoolMemoryResource("not a resource")
+    with pytest.raises(ValueError, match="multiple of 256"):
+        mr.PoolMemoryResource(sim, initial_pool_size=1000)
+    with pytest.raises(ValueError, match="exceeds"):
+        mr.PoolMemoryResource(sim, initial_pool_size="2MiB", maximum_pool_size="1MiB")
+    with pytest.raises(ValueError):
+        mr.FixedSizeMemoryResource(sim, block_size=0)
+    with pytest.raises(ValueError):
+        mr.FixedSizeMemoryResource(sim, blocks_to_preallocate=0)
+    with pytest.raises(TypeError):
+        mr.CallbackMemoryResource(1, 2)
+    with pytest.raises(TypeError):
+        mr.FailureCallbackResourceAdaptor(sim, "nope")
+    with pytest.raises(TypeError):
+        mr.set_current_device_resource(object())
+    with pytest.raises(ValueError):
+        mr.set_per_device_resource(-1, sim)
+    with pytest.raises(TypeError):
+        mr.get_per_device_resource("0")
+    with pytest.raises(ValueError):
+        mr.BinningMemoryResource(sim, 12, 10)
+    with pytest.raises(ValueError):
+        mr.AlignedResourceAdaptor(sim, alignment=48)
+
+
+def test_closed_resource_is_a_value_error():
+    bare = mr.DeviceMemoryResource()
+    with pytest.raises(ValueError, match="holds no resource"):
+        bare.allocate(10)
+    with pytest.raises(ValueError, match="holds no resource"):
+        mr.PoolMemoryResource(bare)
+    with pytest.raises(ValueError):
+        rmm.DeviceBuffer(size=10, mr=bare)
+    with pytest.raises(ValueError):
+        mr.set_current_device_resource(bare)
+
+
+# --- streams ----------------------------------------------------------------
+
+
+class FakeStream:
+    """A stream-like object (the simulated resource never touches streams)."""
+
+    def __init__(self, handle):
+        self.handle_value = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle_value)
+
+
+def test_streams_over_simulated(sim):
+    from rmm_rs.pylibrmm.stream import DEFAULT_STREAM, Stream
+
+    assert DEFAULT_STREAM.is_default()
+    assert rmm.DEFAULT_STREAM.__cuda_stream__() == (0, 0)
+    assert rmm.PER_THREAD_DEFAULT_STREAM.ptr == 2
+    fake = FakeStream(0x1234)
+    s = Stream(fake)
+    assert s.__cuda_stream__() == (0, 0x1234)
+    assert Stream(s) == s
+    assert s != DEFAULT_STREAM
+    b = rmm.DeviceBuffer(size=100, stream=fake, mr=sim)
+    assert b.stream.ptr == 0x1234
+    p = sim.allocate(100, stream=fake)
+    sim.deallocate(p, 100, stream=s)
+
+    class TorchLike:
+        cuda_stream = 0x99
+
+    class CupyLike:
+        ptr = 0x77
+
+    assert Stream(TorchLike()).ptr == 0x99
+    assert Stream(CupyLike()).ptr == 0x77
+    with pytest.raises(TypeError):
+        Stream("stream")
+
+
+# --- DeviceBuffer over the simulated resource ---------------------------------
+
+
+def test_device_buffer_bookkeeping(sim):
+    b = rmm.DeviceBuffer(size=100, mr=sim)
+    assert (b.size, b.nbytes, len(b), b.capacity()) == (100, 100, 100, 100)
+    assert b.ptr != 0 and b.ptr % 256 == 0
+    assert b.mr is sim
+    b.resize(50)
+    assert (b.size, b.capacity()) == (50, 100)
+    b.resize(300)
+    assert (b.size, b.capacity()) == (300, 300)
+    b.reserve(1000)
+    assert (b.size, b.capacity()) == (300, 1000)
+    b.reserve(10)
+    assert b.capacity() == 1000
+    assert sim.live_allocations() == 1
+    del b
+    gc.collect()
+    assert sim.live_allocations() == 0
+    empty = rmm.DeviceBuffer(mr=sim)
+    assert empty.size == 0 and empty.ptr == 0
+    assert empty.tobytes() == b""
+    assert "DeviceBuffer" in repr(empty)
+
+
+def test_simulated_buffers_have_no_contents(sim):
+    b = rmm.DeviceBuffer(size=16, mr=sim)
+    with pytest.raises(rmm_rs.RMMError, match="simulated"):
+        b.tobytes()
+    with pytest.raises(rmm_rs.RMMError, match="simulated"):
+        b.copy_from_host(b"x" * 16)
+    with pytest.raises(rmm_rs.RMMError, match="simulated"):
+        rmm.DeviceBuffer.to_device(b"abc", mr=sim)
+    with pytest.raises(TypeError, match="pickle"):
+        pickle.dumps(b)
+    assert not hasattr(b, "__cuda_array_interface__")
+    with pytest.raises(ValueError, match="do not fit"):
+        b.copy_from_host(b"x" * 17)
+    b.prefetch()  # nothing to do for simulated memory
+
+
+def test_buffer_uses_the_current_resource(sim):
+    mr.set_current_device_resource(sim)
+    assert mr.get_current_device_resource() is sim
+    assert mr.get_current_device_resource_type() is mr.SimulatedMemoryResource
+    b = rmm.DeviceBuffer(size=1000)
+    assert sim.live_allocations() == 1
+    assert b.mr is sim
+    assert rmm.is_initialized()
+
+
+def test_buffers_keep_their_resource_alive():
+    sim = mr.SimulatedMemoryResource("1MiB")
+    pool = mr.PoolMemoryResource(sim, initial_pool_size="256KiB")
+    b = rmm.DeviceBuffer(size=1000, mr=pool)
+    del pool
+    gc.collect()
+    assert b.mr.pool_size() == 256 << 10  # still there
+    b.resize(5000)
+    del b
+    gc.collect()
+    # The pool went away with the buffer and gave its chunk back.
+    assert sim.live_allocations() == 0
+
+
+# --- resources and adaptors ---------------------------------------------------
+
+
+def test_raw_allocate_deallocate_is_checked(sim):
+    p = sim.allocate(1000)
+    assert p % 256 == 0
+    assert sim.allocated_bytes() == 1024
+    with pytest.raises(ValueError, match="allocated with 1000 bytes"):
+        sim.deallocate(p, 999)
+    sim.deallocate(p, 1000)
+    with pytest.raises(ValueError, match="already freed"):
+        sim.deallocate(p, 1000)
+    with pytest.raises(ValueError):
+        sim.deallocate(0xDEAD00, 10)
+    assert sim.allocate(0) == 0
+    sim.deallocate(0, 0)
+    assert sim.bad_frees() == 0
+
+
+def test_out_of_memory_is_memory_error():
+    sim = mr.SimulatedMemoryResource("1MiB")
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        sim.allocate("2MiB")
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        rmm.DeviceBuffer(size="2MiB", mr=sim)
+    pool = mr.PoolMemoryResource(sim, initial_pool_size=0, maximum_pool_size="512KiB")
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        pool.allocate("1MiB")
+    b = rmm.DeviceBuffer(size=1000, mr=pool)
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        b.resize("1MiB")
+    assert b.size == 1000  # unchanged
+
+
+def test_pool(sim):
+    pool = mr.PoolMemoryResource(sim, initial_pool_size="64MiB", maximum_pool_size="128MiB")
+    assert pool.upstream_mr is sim
+    assert pool.get_upstream() is sim
+    assert pool.pool_size() == 64 << 20
+    ptrs = [pool.allocate(1 << 20) for _ in range(100)]
+    assert len(set(ptrs)) == 100
+    assert 100 << 20 <= pool.pool_size() <= 128 << 20
+    for p in ptrs:
+        pool.deallocate(p, 1 << 20)
+    assert pool.free_bytes() == pool.pool_size()
+    # Default initial size over a simulated device: half of it.
+    half = mr.PoolMemoryResource(mr.SimulatedMemoryResource("64MiB"))
+    assert half.pool_size() == 32 << 20
+    assert pool.is_simulated
+
+
+def test_fixed_size(sim):
+    fs = mr.FixedSizeMemoryResource(sim, block_size="64KiB", blocks_to_preallocate=4)
+    assert fs.block_size == 64 << 10
+    ptrs = [fs.allocate(1000) for _ in range(10)]
+    assert len(set(ptrs)) == 10
+    for p in ptrs:
+        fs.deallocate(p, 1000)
+    with pytest.raises(MemoryError):
+        fs.allocate("1MiB")
+
+
+def test_binning(sim):
+    bn = mr.BinningMemoryResource(sim, 10, 12)
+    assert bn.bin_sizes == [1024, 2048, 4096]
+    assert all(isinstance(r, mr.FixedSizeMemoryResource) for r in bn.bin_mrs)
+    custom = mr.PoolMemoryResource(sim, initial_pool_size="1MiB")
+    bn.add_bin("64KiB", custom)
+    assert bn.bin_sizes[-1] == 64 << 10
+    assert bn.bin_mrs[-1] is custom
+    small = bn.allocate(1500)
+    mid = bn.allocate(30000)
+    big = bn.allocate(1 << 20)
+    assert custom.free_bytes() < custom.pool_size()
+    for p, n in [(small, 1500), (mid, 30000), (big, 1 << 20)]:
+        bn.deallocate(p, n)
+    # Bins are added before use: a resource in use refuses.
+    b = rmm.DeviceBuffer(size=10, mr=bn)
+    with pytest.raises(rmm_rs.RMMError, match="already in use"):
+        bn.add_bin(1 << 15)
+    del b
+    gc.collect()
+    bn.add_bin(1 << 15)
+    assert 1 << 15 in bn.bin_sizes
+    empty = mr.BinningMemoryResource(sim)
+    assert empty.bin_mrs == []
+    empty.deallocate(empty.allocate(100), 100)
+
+
+def test_arena(sim):
+    arena = mr.ArenaMemoryResource(sim, arena_size="64MiB", dump_log_on_failure=True)
+    assert arena.arena_size() == 64 << 20
+    ptrs = [arena.allocate(n) for n in (100, 5000, 1 << 20, 3 << 20)]
+    for p, n in zip(ptrs, (100, 5000, 1 << 20, 3 << 20)):
+        arena.deallocate(p, n)
+    arena.defragment()
+    with pytest.raises(MemoryError):
+        arena.allocate("128MiB")
+
+
+def test_limiting(sim):
+    lim = mr.LimitingResourceAdaptor(sim, allocation_limit=4096)
+    p = lim.allocate(1000)
+    assert lim.get_allocated_bytes() == 1024
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        lim.allocate(4000)
+    lim.deallocate(p, 1000)
+    assert lim.get_allocated_bytes() == 0
+    assert lim.upstream_mr is sim
+
+
+def test_statistics_adaptor(sim):
+    st = mr.StatisticsResourceAdaptor(sim)
+    a = st.allocate(1000)
+    st.push_counters()
+    b = st.allocate(500)
+    assert st.allocation_counts["current_bytes"] == 500
+    st.deallocate(b, 500)
+    inner = st.pop_counters()
+    assert inner["peak_bytes"] == 500 and inner["total_count"] == 1
+    counts = st.allocation_counts
+    assert counts == {
+        "current_bytes": 1000,
+        "current_count": 1,
+        "peak_bytes": 1500,
+        "peak_count": 2,
+        "total_bytes": 1500,
+        "total_count": 2,
+    }
+    st.deallocate(a, 1000)
+    with pytest.raises(IndexError):
+        st.pop_counters()
+
+
+def test_tracking(sim):
+    tr = mr.TrackingResourceAdaptor(sim, capture_stacks=True)
+    p = tr.allocate(1234)
+    assert tr.get_allocated_bytes() == 1234
+    text = tr.get_outstanding_allocations_str()
+    assert "1234" in text
+    tr.log_outstanding_allocations()
+    tr.deallocate(p, 1234)
+    assert tr.get_allocated_bytes() == 0
+
+
+def test_failure_callback_retries(sim):
+    small = mr.SimulatedMemoryResource("1MiB")
+    holder = [small.allocate("768KiB")]
+    calls = []
+
+    def on_oom(nbytes):
+        calls.append(nbytes)
+        if holder:
+            small.deallocate(holder.pop(), 768 << 10)
+            return True
+        return False
+
+    fc = mr.FailureCallbackResourceAdaptor(small, on_oom)
+    p = fc.allocate("512KiB")
+    assert calls == [512 << 10]
+    with pytest.raises(MemoryError):
+        fc.allocate("900KiB")
+    assert len(calls) == 2
+    fc.deallocate(p, 512 << 10)
+
+    def raises(nbytes):
+        raise RuntimeError("boom")
+
+    fc2 = mr.FailureCallbackResourceAdaptor(mr.SimulatedMemoryResource(1024), raises)
+    with pytest.raises(MemoryError):
+        fc2.allocate(4096)
+
+
+def test_callback_resource(sim):
+    log = []
+
+    def alloc(nbytes, stream):
+        p = sim.allocate(nbytes, stream)
+        log.append(("a", p, nbytes, stream.ptr))
+        return p
+
+    def dealloc(ptr, nbytes, stream):
+        log.append(("d", ptr, nbytes))
+        sim.deallocate(ptr, nbytes, stream)
+
+    cb = mr.CallbackMemoryResource(alloc, dealloc)
+    ptr = cb.allocate(300)
+    cb.deallocate(ptr, 300)
+    assert log == [("a", ptr, 300, 0), ("d", ptr, 300)]
+    # Under a pool, the callbacks run when the pool grows.
+    cb = mr.CallbackMemoryResource(alloc, dealloc, simulated=True)
+    pool = mr.PoolMemoryResource(cb, initial_pool_size="1MiB")
+    assert log[-1] == ("a", log[-1][1], 1 << 20, 0)
+    pool.deallocate(pool.allocate(100), 100)
+    b = rmm.DeviceBuffer(size=300, mr=cb)
+    ptr = b.ptr
+    del b
+    gc.collect()
+    assert log[-2:] == [("a", ptr, 300, 0), ("d", ptr, 300)]
+
+    def oom(nbytes, stream):
+        raise MemoryError("no room")
+
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        mr.CallbackMemoryResource(oom, dealloc).allocate(10)
+
+    def broken(nbytes, stream):
+        raise KeyError("x")
+
+    with pytest.raises(MemoryError, match="bad_alloc"):
+        mr.CallbackMemoryResource(broken, dealloc).allocate(10)
+
+
+def test_aligned_and_prefetch_over_simulated(sim):
+    al = mr.AlignedResourceAdaptor(sim, alignment=4096, alignment_threshold=0)
+    p = al.allocate(100)
+    assert p % 4096 == 0
+    al.deallocate(p, 100)
+    pf = mr.PrefetchResourceAdaptor(sim)
+    pf.deallocate(pf.allocate(100), 100)
+
+
+def test_stacks_and_equality(sim):
+    stack = mr.StatisticsResourceAdaptor(
+        mr.TrackingResourceAdaptor(mr.PoolMemoryResource(sim, initial_pool_size="1MiB"))
+    )
+    assert isinstance(stack.upstream_mr.upstream_mr, mr.PoolMemoryResource)
+    assert stack.upstream_mr.upstream_mr.upstream_mr is sim
+    assert sim.is_equal(sim)
+    assert not sim.is_equal(mr.SimulatedMemoryResource(10))
+    for cls in (mr.PoolMemoryResource, mr.StatisticsResourceAdaptor, mr.SimulatedMemoryResource):
+        assert issubclass(cls, mr.DeviceMemoryResource)
+
+
+def test_threads_share_a_pool(sim):
+    pool = mr.PoolMemoryResource(sim, initial_pool_size="16MiB")
+    st = mr.StatisticsResourceAdaptor(pool)
+    errors = []
+
+    def work():
+        try:
+            for i in range(200):
+                b = rmm.DeviceBuffer(size=(i % 17 + 1) * 1000, mr=st)
+                b.resize(b.size * 2)
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    gc.collect()
+    assert st.allocation_counts["current_count"] == 0
+    assert st.allocation_counts["total_count"] == 4 * 200 * 2
+
+
+# --- registry, reinitialize -------------------------------------------------
+
+
+def test_per_device_registry(sim):
+    other = mr.SimulatedMemoryResource("1MiB")
+    mr.set_per_device_resource(3, other)
+    assert mr.get_per_device_resource(3) is other
+    mr.set_current_device_resource(sim)
+    assert mr.get_current_device_resource() is sim
+    assert mr.get_per_device_resource(3) is other
+    # A device never set has the default cuda resource.
+    assert isinstance(mr.get_per_device_resource(5), mr.CudaMemoryResource)
+
+
+def test_reinitialize_simulated(tmp_path):
+    name = tmp_path / "rmm_log.csv"
+    rmm.reinitialize(
+        pool_allocator=True,
+        initial_pool_size="2MiB",
+        maximum_pool_size="8MiB",
+        devices=[0, 1],
+        logging=True,
+        log_file_name=name,
+        simulated_memory="64MiB",
+    )
+    assert rmm.is_initialized()
+    for dev in (0, 1):
+        res = mr.get_per_device_resource(dev)
+        assert isinstance(res, mr.LoggingResourceAdaptor)
+        assert isinstance(res.upstream_mr, mr.PoolMemoryResource)
+        assert res.upstream_mr.pool_size() == 2 << 20
+        assert res.get_file_name() == str(tmp_path / f"rmm_log.dev{dev}.csv")
+    files = mr.get_log_filenames()
+    assert files[1] == str(tmp_path / "rmm_log.dev1.csv")
+    b = rmm.DeviceBuffer(size=1000)
+    del b
+    mr.get_current_device_resource().flush()
+    lines = (tmp_path / "rmm_log.dev0.csv").read_text().splitlines()
+    assert lines[0] == "Thread,Time,Action,Pointer,Size,Stream"
+    assert [line.split(",")[2] for line in lines[1:]] == ["allocate", "free"]
+    rmm.reinitialize(simulated_memory="1MiB")
+    assert isinstance(mr.get_current_device_resource(), mr.SimulatedMemoryResource)
+
+
+def test_reinitialize_arguments():
+    with pytest.raises(TypeError):
+        rmm.reinitialize(devices="0", simulated_memory=1 << 20)
+    with pytest.raises(ValueError):
+        rmm.reinitialize(devices=[-1], simulated_memory=1 << 20)
+    with pytest.raises(ValueError):
+        rmm.reinitialize(devices=[], simulated_memory=1 << 20)
+    with pytest.raises(ValueError):
+        rmm.reinitialize(devices=[0, 0], simulated_memory=1 << 20)
+    env = os.environ.pop("RMM_LOG_FILE", None)
+    try:
+        with pytest.raises(ValueError, match="RMM_LOG_FILE"):
+            rmm.reinitialize(logging=True, simulated_memory=1 << 20)
+    finally:
+        if env is not None:
+            os.environ["RMM_LOG_FILE"] = env
+    with pytest.raises(ValueError):
+        rmm.reinitialize(initial_pool_size="1MiB", simulated_memory=1 << 20)
+
+
+# --- logging to a file, reading and replaying it --------------------------------
+
+
+def test_logging_adaptor_and_replay(tmp_path, sim):
+    path = tmp_path / "events.csv"
+    log_mr = mr.LoggingResourceAdaptor(sim, log_file_name=str(path))
+    assert log_mr.get_file_name() == str(path)
+    bufs = [rmm.DeviceBuffer(size=n, mr=log_mr) for n in (1000, 2000, 3000)]
+    del bufs[1]
+    with pytest.raises(MemoryError):
+        log_mr.allocate("2GiB")
+    del bufs
+    gc.collect()
+    log_mr.flush()
+    events = rmm.read_log(path)
+    actions = [e[1] for e in events]
+    assert actions.count("allocate") == 3
+    assert actions.count("free") == 3
+    assert actions.count("allocate failure") == 1
+    assert sorted(e[3] for e in events if e[1] == "allocate") == [1000, 2000, 3000]
+    # Replay the run against a pool over another simulated device.
+    target = mr.StatisticsResourceAdaptor(
+        mr.PoolMemoryResource(mr.SimulatedMemoryResource("16MiB"), initial_pool_size="1MiB")
+    )
+    report = rmm.replay_log(path, target)
+    assert report["events"] == 7
+    assert report["failed_allocations"] == 0
+    assert report["logged_failures"] == 1
+    assert report["peak_bytes"] == 6000
+    assert target.allocation_counts["total_count"] == 3
+    assert target.allocation_counts["current_count"] == 0
+    assert "events:" in report["report"]
+    # Replaying against a device too small fails allocations, not the process.
+    tiny = rmm.replay_log(path, mr.SimulatedMemoryResource(2048))
+    assert tiny["failed_allocations"] >= 1
+
+
+def test_logging_adaptor_env(tmp_path, sim, monkeypatch):
+    monkeypatch.setenv("RMM_LOG_FILE", str(tmp_path / "env.csv"))
+    log_mr = mr.LoggingResourceAdaptor(sim)
+    assert log_mr.get_file_name() == str(tmp_path / "env.csv")
+    monkeypatch.delenv("RMM_LOG_FILE")
+    with pytest.raises(ValueError, match="RMM_LOG_FILE"):
+        mr.LoggingResourceAdaptor(sim)
+    with pytest.raises(OSError):
+        mr.LoggingResourceAdaptor(sim, log_file_name=str(tmp_path / "no" / "such" / "dir.csv"))
+
+
+def test_bad_log_is_value_error(tmp_path, sim):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Thread,Time,Action,Pointer,Size,Stream\n1,x,explode,0x1,10,0x0\n")
+    with pytest.raises(ValueError, match="line"):
+        rmm.read_log(bad)
+    with pytest.raises(OSError):
+        rmm.replay_log(tmp_path / "missing.csv", sim)
+
+
+def test_enable_disable_logging(tmp_path, sim):
+    mr.set_current_device_resource(sim)
+    mr.enable_logging(log_file_name=tmp_path / "all.csv")
+    res = mr.get_current_device_resource()
+    assert isinstance(res, mr.LoggingResourceAdaptor)
+    assert res.upstream_mr is sim
+    mr.enable_logging(log_file_name=tmp_path / "again.csv")  # already logging: unchanged
+    assert mr.get_current_device_resource() is res
+    dev = mr._current_device()
+    assert mr.get_log_filenames()[dev] == str(tmp_path / f"all.dev{dev}.csv")
+    rmm.DeviceBuffer(size=10)
+    mr.disable_logging()
+    assert mr.get_current_device_resource() is sim
+    assert mr.get_log_filenames()[dev] is None
+    text = (tmp_path / f"all.dev{dev}.csv").read_text()
+    assert text.count("\n") == 3
+
+
+# --- statistics module and profiler --------------------------------------------
+
+
+def test_statistics_module(sim):
+    mr.set_current_device_resource(sim)
+    assert rmm.statistics.get_statistics() is None
+    assert rmm.statistics.push_statistics() is None
+    with rmm.statistics.statistics():
+        b = rmm.DeviceBuffer(size=1000)
+        s = rmm.statistics.get_statistics()
+        assert (s.current_bytes, s.current_count, s.total_bytes) == (1000, 1, 1000)
+        with rmm.statistics.statistics():
+            c = rmm.DeviceBuffer(size=500)
+            assert rmm.statistics.get_statistics().current_bytes == 500
+            del c
+        s = rmm.statistics.get_statistics()
+        assert (s.current_bytes, s.peak_bytes, s.total_bytes) == (1000, 1500, 1500)
+        del b
+    assert mr.get_current_device_resource() is sim
+    rmm.statistics.enable_statistics()
+    st = mr.get_current_device_resource()
+    assert isinstance(st, mr.StatisticsResourceAdaptor)
+    rmm.statistics.enable_statistics()
+    assert mr.get_current_device_resource() is st
+    before = rmm.statistics.push_statistics()
+    assert before.current_bytes == 0
+    x = rmm.DeviceBuffer(size=256)
+    assert rmm.statistics.pop_statistics().total_bytes == 256
+    del x
+
+
+def test_profiler(sim):
+    mr.set_current_device_resource(sim)
+    records = rmm.statistics.ProfilerRecords()
+
+    @rmm.statistics.profiler(records=records)
+    def f(n):
+        return rmm.DeviceBuffer(size=n)
+
+    f(100)  # statistics off: nothing recorded
+    assert records.records == {}
+    rmm.statistics.enable_statistics()
+    f(1000)
+    f(3000)
+    with rmm.statistics.profiler(records=records, name="block"):
+        a = rmm.DeviceBuffer(size=2000)
+        b = rmm.DeviceBuffer(size=2000)
+        del a, b
+    with rmm.statistics.profiler(records=records):
+        rmm.DeviceBuffer(size=10)
+    recs = records.records
+    fname = next(k for k in recs if "(test_profiler.<locals>.f)" in k or k.endswith(".f)"))
+    assert recs[fname].num_calls == 2
+    assert recs[fname].memory_peak == 3000
+    assert recs[fname].memory_total == 4000
+    assert recs["block"].memory_peak == 4000
+    assert any(k.startswith(__file__) for k in recs)
+    report = records.report()
+    assert "Memory Profiling" in report and "block" in report
+    assert report.index("block") < report.index(fname)  # by peak, largest first
+    with pytest.raises(ValueError):
+        records.report(ordered_by="bogus")
+    assert isinstance(rmm.statistics.default_profiler_records, rmm.statistics.ProfilerRecords)
+
+
+# --- logging levels ---------------------------------------------------------------
+
+
+def test_logging_levels():
+    old = rmm.get_logging_level()
+    try:
+        rmm.set_logging_level("trace")
+        assert rmm.get_logging_level() == rmm.level_enum.trace
+        assert rmm.should_log(rmm.level_enum.debug)
+        rmm.set_logging_level(rmm.level_enum.error)
+        assert rmm.get_logging_level() is rmm.level_enum.error
+        assert not rmm.should_log("warn")
+        assert rmm.should_log("critical")
+        rmm.set_logging_level("off")
+        assert not rmm.should_log("critical")
+        rmm.flush_logger()
+        with pytest.raises(ValueError):
+            rmm.set_logging_level("loud")
+        with pytest.raises(ValueError):
+            rmm.set_logging_level(9)
+        with pytest.raises(TypeError):
+            rmm.set_logging_level(2.0)
+    finally:
+        rmm.set_logging_level(old)
+
+
+def test_debug_log_file(tmp_path):
+    # A fresh process with RMM_DEBUG_LOG_FILE: errors of the allocators land there.
+    log = tmp_path / "debug.log"
+    code = (
+        "import rmm_rs as rmm\n"
+        "sim = rmm.mr.SimulatedMemoryResource('1MiB')\n"
+        "pool = rmm.mr.PoolMemoryResource(sim, initial_pool_size=0, maximum_pool_size='512KiB')\n"
+        "try:\n    pool.allocate('1MiB')\nexcept MemoryError:\n    pass\n"
+        "rmm.flush_logger()\n"
+    )
+    env = dict(os.environ, RMM_DEBUG_LOG_FILE=str(log), RMM_DEBUG_LOG_LEVEL="debug")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = log.read_text()
+    assert "out_of_memory" in text
+
+
+# --- the PyTorch hook's C functions, without PyTorch ------------------------------
+
+
+def test_torch_hook_symbols_without_torch(sim):
+    """The exported C functions over the registry, called through ctypes,
+    over a simulated resource set for a device."""
+    import ctypes
+
+    lib = ctypes.CDLL(rmm_rs._lib.__file__)
+    lib.allocate.restype = ctypes.c_void_p
+    lib.allocate.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    lib.deallocate.restype = None
+    lib.deallocate.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    assert lib.allocate(-1, 0, None) is None  # a negative size: null, logged
+    assert lib.allocate(16, -3, None) is None  # a negative device: null, logged
+    lib.deallocate(None, 0, 0, None)
+    mr.set_per_device_resource(7, sim)
+    p = lib.allocate(1024, 7, None)
+    assert p and p % 256 == 0
+    assert sim.live_allocations() == 1
+    lib.deallocate(p, 1024, 7, None)
+    assert sim.live_allocations() == 0
+    lib.deallocate(p, 1024, 7, None)  # a double free: refused and logged
+    assert sim.bad_frees() == 1
+    assert lib.allocate(0, 7, None) is None  # zero bytes: null, as in RMM
+    small = mr.SimulatedMemoryResource(4096)
+    mr.set_per_device_resource(7, small)
+    assert lib.allocate(1 << 20, 7, None) is None  # out of memory: null, logged

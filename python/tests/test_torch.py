@@ -1,0 +1,46 @@
+"""PyTorch allocating through rmm_rs's CUDAPluggableAllocator hook (GPU;
+needs PyTorch). Each run is a fresh process: PyTorch's allocator can only
+be changed before its first CUDA allocation."""
+
+import json
+import os
+
+import pytest
+from conftest import need_module, run_py
+
+pytestmark = pytest.mark.gpu
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.parametrize("kind", ["pool", "arena", "cuda_async", "managed"])
+def test_torch_mlp_through(kind):
+    need_module("torch")
+    out = run_py(
+        f"import sys; sys.path.insert(0, {os.path.join(HERE, 'workloads')!r})\n"
+        f"import torch_workload; torch_workload.main({kind!r}, 20)\n"
+    )
+    counts = json.loads(out.strip().splitlines()[-1])
+    assert counts["total_count"] > 100
+    assert counts["peak_bytes"] > 1 << 20
+
+
+def test_torch_hook_failure_is_an_error_not_a_crash():
+    need_module("torch")
+    out = run_py(
+        "import rmm_rs as rmm, torch\n"
+        "from rmm_rs.allocators.torch import rmm_torch_allocator\n"
+        "lim = rmm.mr.LimitingResourceAdaptor(rmm.mr.CudaMemoryResource(), allocation_limit='64MiB')\n"
+        "rmm.mr.set_current_device_resource(lim)\n"
+        "torch.cuda.memory.change_current_allocator(rmm_torch_allocator)\n"
+        "ok = torch.ones(1000, device='cuda')\n"
+        "try:\n"
+        "    torch.empty(1 << 30, dtype=torch.uint8, device='cuda')\n"
+        "    print('no error')\n"
+        "except (RuntimeError, MemoryError) as e:\n"
+        "    print('raised', type(e).__name__)\n"
+        "print(float(ok.sum()))\n"
+    )
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("raised"), out
+    assert lines[-1] == "1000.0"
