@@ -25,7 +25,14 @@ venv=target/py-venv
 py=${PYTHON:-python3}
 if ! "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
   echo "python-wheel: making $venv with $($py --version 2>&1)"
-  "$py" -m venv "$venv"
+  rm -rf "$venv"
+  if ! "$py" -m venv "$venv"; then
+    # A system Python without ensurepip (Debian's python3 without
+    # python3-venv): make the venv with virtualenv instead.
+    echo "python-wheel: '$py -m venv' failed; trying virtualenv"
+    rm -rf "$venv"
+    "$py" -m pip install --quiet --user virtualenv && "$py" -m virtualenv --quiet "$venv"
+  fi
 fi
 if ! "$venv/bin/python" -c 'import maturin, pytest' >/dev/null 2>&1; then
   echo "python-wheel: pip install maturin pytest"

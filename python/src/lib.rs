@@ -2,19 +2,19 @@
 //!
 //! The Python package (`python/rmm_rs/`) mirrors RAPIDS RMM's Python API;
 //! this extension module holds what has to be native: the memory resources
-//! and adaptors over the `rmm` crate ([`resources`]), `DeviceBuffer`
-//! ([`buffer`]), streams ([`stream`]), the per-device registry, the debug
-//! logger's level ([`logging`]) and the two C-ABI functions PyTorch's
-//! `CUDAPluggableAllocator` calls ([`ffi`]).
+//! and adaptors over the `rmm` crate (`resources`), `DeviceBuffer`
+//! (`buffer`), streams (`stream`), the per-device registry, the debug
+//! logger's level (`logging`) and the two C-ABI functions PyTorch's
+//! `CUDAPluggableAllocator` calls (`ffi`).
 //!
 //! Errors: every `rmm::Error` becomes a Python exception in one place,
-//! [`errors::to_py`]: out-of-memory and bad-alloc become `MemoryError`
+//! `errors::to_py`: out-of-memory and bad-alloc become `MemoryError`
 //! (the message keeps `out_of_memory`), invalid arguments `ValueError`,
 //! driver failures `rmm_rs.CUDAError`, a missing driver
 //! `rmm_rs.DriverUnavailableError`, anything else `rmm_rs.RMMError`.
 //!
-//! No `unsafe` outside [`ffi`] (the exported C functions), [`stream`]
-//! (views of foreign stream handles) and [`buffer`] (raw copies between
+//! No `unsafe` outside `ffi` (the exported C functions), `stream`
+//! (views of foreign stream handles) and `buffer` (raw copies between
 //! device and host memory); each block says why it is sound.
 #![deny(unsafe_code)]
 

@@ -4,6 +4,7 @@ compute-sanitizer memcheck, by scripts/gpu-python.sh. Prints one line of
 JSON with what the statistics adaptor saw."""
 
 import json
+import os
 import sys
 
 import cupy as cp
@@ -14,8 +15,13 @@ from rmm_rs.allocators.cupy import rmm_cupy_allocator
 
 
 def main(steps=20):
-    pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size="256MiB")
-    stats = rmm.mr.StatisticsResourceAdaptor(pool)
+    # RMM_WORKLOAD_RESOURCE=cuda: plain cudaMalloc per allocation, so that
+    # memcheck sees the bounds of every array (it cannot inside a pool).
+    if os.environ.get("RMM_WORKLOAD_RESOURCE", "pool") == "cuda":
+        base = rmm.mr.CudaMemoryResource()
+    else:
+        base = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size="256MiB")
+    stats = rmm.mr.StatisticsResourceAdaptor(base)
     rmm.mr.set_current_device_resource(stats)
     cp.cuda.set_allocator(rmm_cupy_allocator)
     rng = np.random.default_rng(0)
