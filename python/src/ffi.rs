@@ -1,17 +1,29 @@
-//! The two C-ABI functions behind `rmm_rs.allocators.torch.rmm_torch_allocator`
+//! The C-ABI functions behind `rmm_rs.allocators.torch.rmm_torch_allocator`
 //! (a `torch.cuda.memory.CUDAPluggableAllocator` over this extension
 //! library): they allocate from, and free to, the current resource of the
 //! device PyTorch names (`rmm_rs.mr.set_per_device_resource` /
 //! `set_current_device_resource` / `reinitialize`).
 //!
-//! No panic crosses the C boundary: each body runs under `catch_unwind`;
-//! an error or a panic is logged (debug log, error level) and `allocate`
-//! returns null, which PyTorch reports as an out-of-memory error.
-// `#[no_mangle]` is what the `unsafe_code` lint flags here; nothing in this
-// module dereferences a pointer.
+//! * `void* allocate(ssize_t size, int device, cudaStream_t stream)` and
+//!   `void deallocate(void* ptr, ssize_t size, int device, cudaStream_t
+//!   stream)`: plain C functions. No panic crosses the boundary (each body
+//!   runs under `catch_unwind`); a failure or a panic is logged (debug log,
+//!   error level) and `allocate` returns null.
+//! * `void* rmm_rs_torch_allocate(ssize_t size, int device, cudaStream_t
+//!   stream)`: what `rmm_torch_allocator` uses. PyTorch does not check the
+//!   pointer its allocate function returns (a null would become a tensor at
+//!   address 0, and the first kernel on it an illegal-address fault that
+//!   poisons the CUDA context); it expects a C++ exception. So this one,
+//!   after catching every panic and logging the failure exactly like
+//!   `allocate`, throws a `std::bad_alloc` carrying the message
+//!   (`src/throw.cpp`), which PyTorch raises as a Python `RuntimeError`
+//!   containing `out_of_memory`. A Rust panic never unwinds out; only that
+//!   deliberate C++ exception does, through `extern "C-unwind"`.
+// `#[no_mangle]` and the call of the C++ thrower are what the `unsafe_code`
+// lint flags here; nothing in this module dereferences a pointer.
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CString};
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -74,24 +86,58 @@ fn deallocate_impl(ptr: *mut c_void, size: isize, device: c_int, stream: usize) 
     Ok(())
 }
 
+/// Allocates with every panic caught; the error message (already logged)
+/// on failure.
+fn guarded_allocate(size: isize, device: c_int, stream: usize) -> Result<*mut c_void, String> {
+    match catch_unwind(AssertUnwindSafe(|| allocate_impl(size, device, stream))) {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => {
+            let msg =
+                format!("rmm_rs allocate({size} bytes, device {device}, stream {stream:#x}) failed: {e}");
+            let _ = catch_unwind(|| log::error!("{msg}"));
+            Err(msg)
+        }
+        Err(_) => {
+            let msg = format!("rmm_rs allocate({size} bytes, device {device}) panicked");
+            let _ = catch_unwind(|| log::error!("{msg}"));
+            Err(msg)
+        }
+    }
+}
+
 /// `void* allocate(ssize_t size, int device, cudaStream_t stream)`: `size`
 /// bytes from `device`'s current resource, ordered on `stream`; null on
 /// failure (logged).
 #[no_mangle]
 pub extern "C" fn allocate(size: isize, device: c_int, stream: *mut c_void) -> *mut c_void {
-    let stream = stream as usize;
-    match catch_unwind(AssertUnwindSafe(|| allocate_impl(size, device, stream))) {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => {
-            log::error!(
-                "rmm_rs torch allocate({size} bytes, device {device}, stream {stream:#x}) failed: {e}"
-            );
-            std::ptr::null_mut()
-        }
-        Err(_) => {
-            let _ =
-                catch_unwind(|| log::error!("rmm_rs torch allocate({size} bytes, device {device}) panicked"));
-            std::ptr::null_mut()
+    guarded_allocate(size, device, stream as usize).unwrap_or(std::ptr::null_mut())
+}
+
+extern "C-unwind" {
+    /// Throws a C++ `std::bad_alloc` whose `what()` is `message` (copied).
+    fn rmm_rs_throw_bad_alloc(message: *const c_char) -> !;
+}
+
+/// `void* rmm_rs_torch_allocate(ssize_t size, int device, cudaStream_t
+/// stream)`: as [`allocate`], but a failure throws a C++ `std::bad_alloc`
+/// (see the module docs): for PyTorch's `CUDAPluggableAllocator`, which
+/// catches C++ exceptions and does not check for null. Not for callers
+/// that cannot catch a C++ exception (ctypes, C).
+#[no_mangle]
+pub extern "C-unwind" fn rmm_rs_torch_allocate(
+    size: isize,
+    device: c_int,
+    stream: *mut c_void,
+) -> *mut c_void {
+    match guarded_allocate(size, device, stream as usize) {
+        Ok(p) => p,
+        Err(msg) => {
+            let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+            // SAFETY: `msg` is a valid NUL-terminated string for the call;
+            // the C++ side copies it into the exception before throwing. The
+            // exception unwinds through this `C-unwind` frame only (no
+            // `catch_unwind` is on the way) into PyTorch's C++ caller.
+            unsafe { rmm_rs_throw_bad_alloc(msg.as_ptr()) }
         }
     }
 }
@@ -114,8 +160,8 @@ pub extern "C" fn deallocate(ptr: *mut c_void, size: isize, device: c_int, strea
 }
 
 /// The names of the C functions for `CUDAPluggableAllocator`:
-/// `("allocate", "deallocate")`.
+/// `("rmm_rs_torch_allocate", "deallocate")`.
 #[pyfunction]
 pub(crate) fn extension_path_symbols() -> (&'static str, &'static str) {
-    ("allocate", "deallocate")
+    ("rmm_rs_torch_allocate", "deallocate")
 }

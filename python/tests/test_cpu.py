@@ -835,3 +835,72 @@ def test_torch_hook_symbols_without_torch(sim):
     small = mr.SimulatedMemoryResource(4096)
     mr.set_per_device_resource(7, small)
     assert lib.allocate(1 << 20, 7, None) is None  # out of memory: null, logged
+
+
+HARNESS = r"""
+#include <cstring>
+#include <exception>
+#include <new>
+#include <sys/types.h>
+// Calls a PyTorch-style allocate function and catches what it throws, so
+// that no C++ exception reaches ctypes.
+extern "C" int call_and_catch(void* fn, ssize_t size, int device, char* out, size_t cap, void** ptr) {
+  using F = void* (*)(ssize_t, int, void*);
+  out[0] = 0;
+  try {
+    *ptr = reinterpret_cast<F>(fn)(size, device, nullptr);
+    return 0;
+  } catch (const std::bad_alloc& e) {
+    std::strncpy(out, e.what(), cap - 1);
+    out[cap - 1] = 0;
+    return 1;
+  } catch (const std::exception& e) {
+    std::strncpy(out, e.what(), cap - 1);
+    out[cap - 1] = 0;
+    return 2;
+  } catch (...) {
+    return 3;
+  }
+}
+"""
+
+
+def test_torch_allocate_throws_bad_alloc(tmp_path):
+    """rmm_rs_torch_allocate (what rmm_torch_allocator uses) throws a C++
+    std::bad_alloc carrying the message on failure: called here from a
+    small C++ harness that catches it, as PyTorch does."""
+    import ctypes
+    import shutil
+
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        pytest.skip("no C++ compiler for the harness")
+    src = tmp_path / "harness.cpp"
+    src.write_text(HARNESS)
+    so = tmp_path / "harness.so"
+    subprocess.run([gxx, "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True, timeout=120)
+    harness = ctypes.CDLL(str(so))
+    harness.call_and_catch.restype = ctypes.c_int
+    harness.call_and_catch.argtypes = [
+        ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_void_p),
+    ]
+    lib = ctypes.CDLL(rmm_rs._lib.__file__)
+    fn = ctypes.cast(lib.rmm_rs_torch_allocate, ctypes.c_void_p).value
+    free = lib.deallocate
+    free.restype = None
+    free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    small = mr.SimulatedMemoryResource("64KiB")
+    mr.set_per_device_resource(7, small)
+    out = ctypes.create_string_buffer(1024)
+    ptr = ctypes.c_void_p()
+    assert harness.call_and_catch(fn, 1024, 7, out, 1024, ctypes.byref(ptr)) == 0
+    assert ptr.value and small.live_allocations() == 1
+    free(ptr.value, 1024, 7, None)
+    assert small.live_allocations() == 0
+    assert harness.call_and_catch(fn, 1 << 20, 7, out, 1024, ctypes.byref(ptr)) == 1
+    assert b"out_of_memory" in out.value, out.value
+    assert harness.call_and_catch(fn, -1, 7, out, 1024, ctypes.byref(ptr)) == 1
+    assert b"negative" in out.value
+    # The interpreter is fine afterwards.
+    assert rmm_rs.parse_bytes("1KiB") == 1024

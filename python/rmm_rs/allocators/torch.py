@@ -3,11 +3,15 @@
     torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
 
 ``rmm_torch_allocator`` is a ``torch.cuda.memory.CUDAPluggableAllocator``
-over two C functions exported by the extension library itself,
-``allocate(ssize_t size, int device, cudaStream_t stream)`` and
-``deallocate(void* ptr, ssize_t size, int device, cudaStream_t stream)``,
-which use the named device's current rmm_rs resource at the time of each
-call. It is None when PyTorch cannot be imported.
+over C functions exported by the extension library itself, which use the
+named device's current rmm_rs resource at the time of each call:
+``deallocate(void* ptr, ssize_t size, int device, cudaStream_t stream)``
+and ``rmm_rs_torch_allocate(ssize_t size, int device, cudaStream_t
+stream)``, the twin of the plain ``allocate`` that, instead of returning
+null on failure (PyTorch does not check, and would make a tensor at
+address 0), throws a C++ ``std::bad_alloc`` with the message, which PyTorch
+raises as ``RuntimeError`` (the message contains ``out_of_memory``). It is
+None when PyTorch cannot be imported.
 """
 
 from rmm_rs import _lib
