@@ -202,8 +202,12 @@ impl PyDeviceBuffer {
             Some(m) if !m.is_none() => (resource_arg(m, "mr")?, Some(m.clone().unbind())),
             _ => (rmm::mr::current_device_resource(), None),
         };
-        let buf = rmm::DeviceBuffer::with_resource(size, stream.get().view(), shared).py_err()?;
-        let _ = py;
+        let view = stream.get().view();
+        // Without the GIL: a pool may wait for its lock, a callback resource
+        // takes the GIL back itself.
+        let buf = py
+            .detach(|| rmm::DeviceBuffer::with_resource(size, view, shared))
+            .py_err()?;
         Ok(PyDeviceBuffer {
             buf,
             stream,
@@ -213,7 +217,7 @@ impl PyDeviceBuffer {
 
     /// Copies host bytes into the start of the buffer.
     #[allow(unsafe_code)]
-    fn write_host(&self, data: &[u8], stream: &PyStream) -> PyResult<()> {
+    fn write_host(&self, py: Python<'_>, data: &[u8], stream: &PyStream) -> PyResult<()> {
         if data.len() > self.buf.size() {
             return Err(PyValueError::new_err(format!(
                 "copy_from_host: {} host bytes do not fit into a buffer of {} bytes",
@@ -225,24 +229,20 @@ impl PyDeviceBuffer {
             return Ok(());
         }
         self.check_real("copy_from_host")?;
-        // SAFETY: `data` is borrowed (readable) for the whole call; the
-        // destination is the first `data.len() <= size` bytes of the live
-        // buffer; `copy_sync` waits for the copy.
-        unsafe {
-            copy_sync(
-                &self.buf,
-                self.buf.data().addr(),
-                data.as_ptr() as u64,
-                data.len(),
-                stream.view(),
-            )
-        }
+        let (buf, view) = (&self.buf, stream.view());
+        py.detach(|| {
+            // SAFETY: `data` is borrowed (readable) for the whole call; the
+            // destination is the first `data.len() <= size` bytes of the live
+            // buffer; `copy_sync` waits for the copy.
+            unsafe { copy_sync(buf, buf.data().addr(), data.as_ptr() as u64, data.len(), view) }
+        })
         .py_err()
     }
 
-    fn read_host(&self, stream: &PyStream) -> PyResult<Vec<u8>> {
+    fn read_host(&self, py: Python<'_>, stream: &PyStream) -> PyResult<Vec<u8>> {
         self.check_real("copy_to_host")?;
-        self.buf.to_host(stream.view()).py_err()
+        let (buf, view) = (&self.buf, stream.view());
+        py.detach(|| buf.to_host(view)).py_err()
     }
 }
 
@@ -269,12 +269,15 @@ impl PyDeviceBuffer {
         if let Some(src) = ptr.filter(|&p| p != 0) {
             if size > 0 {
                 me.check_real("DeviceBuffer(ptr=...)")?;
+                let (buf, view) = (&me.buf, me.stream.get().view());
                 #[allow(unsafe_code)]
-                // SAFETY: as RMM's `DeviceBuffer(ptr=, size=)`, the caller
-                // names `size` readable bytes at `ptr` (device or host); the
-                // destination is the new buffer; `copy_sync` waits for the copy.
-                unsafe { copy_sync(&me.buf, me.buf.data().addr(), src, size, me.stream.get().view()) }
-                    .py_err()?;
+                let copied = py.detach(|| {
+                    // SAFETY: as RMM's `DeviceBuffer(ptr=, size=)`, the caller
+                    // names `size` readable bytes at `ptr` (device or host); the
+                    // destination is the new buffer; `copy_sync` waits for the copy.
+                    unsafe { copy_sync(buf, buf.data().addr(), src, size, view) }
+                });
+                copied.py_err()?;
             }
         }
         Ok(me)
@@ -353,7 +356,8 @@ impl PyDeviceBuffer {
     ) -> PyResult<()> {
         let n = size_arg(new_size, "new_size")?;
         let stream = stream_arg(py, stream)?;
-        self.buf.resize(n, stream.get().view()).py_err()?;
+        let (buf, view) = (&mut self.buf, stream.get().view());
+        py.detach(|| buf.resize(n, view)).py_err()?;
         self.stream = stream;
         Ok(())
     }
@@ -368,7 +372,8 @@ impl PyDeviceBuffer {
     ) -> PyResult<()> {
         let n = size_arg(new_capacity, "new_capacity")?;
         let stream = stream_arg(py, stream)?;
-        self.buf.reserve(n, stream.get().view()).py_err()?;
+        let (buf, view) = (&mut self.buf, stream.get().view());
+        py.detach(|| buf.reserve(n, view)).py_err()?;
         self.stream = stream;
         Ok(())
     }
@@ -400,16 +405,19 @@ impl PyDeviceBuffer {
             }
             if n > 0 {
                 self.check_real("copy_to_host")?;
+                let (buf, view) = (&self.buf, stream.get().view());
                 #[allow(unsafe_code)]
-                // SAFETY: `target` (referenced here for the whole call) is a
-                // writable, C-contiguous host array of at least `n` bytes at
-                // `ptr`; the source is the live buffer; `copy_sync` waits.
-                unsafe { copy_sync(&self.buf, ptr, self.buf.data().addr(), n, stream.get().view()) }
-                    .py_err()?;
+                let copied = py.detach(|| {
+                    // SAFETY: `target` (referenced here for the whole call) is a
+                    // writable, C-contiguous host array of at least `n` bytes at
+                    // `ptr`; the source is the live buffer; `copy_sync` waits.
+                    unsafe { copy_sync(buf, ptr, buf.data().addr(), n, view) }
+                });
+                copied.py_err()?;
             }
             return Ok(target);
         }
-        let data = self.read_host(stream.get())?;
+        let data = self.read_host(py, stream.get())?;
         let mv = py.import("builtins")?.getattr("memoryview")?.call1((&target,))?;
         let flat = mv.call_method1("cast", ("B",))?;
         let len: usize = flat.len()?;
@@ -434,7 +442,7 @@ impl PyDeviceBuffer {
     ) -> PyResult<()> {
         let stream = stream_arg(py, stream)?;
         let bytes = host_bytes(ary)?;
-        self.write_host(bytes.as_bytes(), stream.get())
+        self.write_host(py, bytes.as_bytes(), stream.get())
     }
 
     /// Copies device memory (a DeviceBuffer or anything with a C-contiguous
@@ -469,11 +477,15 @@ impl PyDeviceBuffer {
             let _g = DeviceGuard::new(self.buf.device()).py_err()?;
             stream_wait(view, producer).py_err()?;
         }
+        let buf = &self.buf;
         #[allow(unsafe_code)]
-        // SAFETY: `cuda_ary` (referenced for the whole call) describes `n`
-        // readable contiguous bytes at `src`; the destination is the first
-        // `n <= size` bytes of this buffer; `copy_sync` waits for the copy.
-        unsafe { copy_sync(&self.buf, self.buf.data().addr(), src, n, view) }.py_err()
+        let copied = py.detach(|| {
+            // SAFETY: `cuda_ary` (referenced for the whole call) describes `n`
+            // readable contiguous bytes at `src`; the destination is the first
+            // `n <= size` bytes of this buffer; `copy_sync` waits for the copy.
+            unsafe { copy_sync(buf, buf.data().addr(), src, n, view) }
+        });
+        copied.py_err()
     }
 
     /// A new buffer holding a copy of the host bytes `b`.
@@ -489,7 +501,7 @@ impl PyDeviceBuffer {
         let bytes = host_bytes(b)?;
         let data = bytes.as_bytes();
         let me = Self::make(py, data.len(), stream, mr)?;
-        me.write_host(data, me.stream.get())?;
+        me.write_host(py, data, me.stream.get())?;
         Ok(me)
     }
 
@@ -501,7 +513,7 @@ impl PyDeviceBuffer {
         stream: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let stream = stream_arg(py, stream)?;
-        let data = self.read_host(stream.get())?;
+        let data = self.read_host(py, stream.get())?;
         Ok(PyBytes::new(py, &data))
     }
 
@@ -552,7 +564,7 @@ impl PyDeviceBuffer {
     /// Pickling copies the contents through the host.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
         let rebuild = py.import("rmm_rs._pickle")?.getattr("rebuild_device_buffer")?;
-        let data = self.read_host(self.stream.get()).map_err(|e| {
+        let data = self.read_host(py, self.stream.get()).map_err(|e| {
             if self.buf.resource().is_simulated() {
                 PyTypeError::new_err(format!("cannot pickle a simulated DeviceBuffer: {e}"))
             } else {

@@ -132,7 +132,8 @@ impl PyResource {
         let bytes = size_arg(nbytes, "nbytes")?;
         let stream = stream_arg(py, stream)?;
         let mr = self.shared()?;
-        let p = mr.allocate(bytes, ALIGNMENT, stream.get().view()).py_err()?;
+        let view = stream.get().view();
+        let p = py.detach(|| mr.allocate(bytes, ALIGNMENT, view)).py_err()?;
         if !p.is_null() {
             self.live
                 .lock()
@@ -179,7 +180,8 @@ impl PyResource {
         }
         // The pointer is one this object handed out with these bytes and the
         // same alignment, and it was removed from `live`, so it is freed once.
-        free(&mr, DevicePtr::new(ptr), bytes, stream.get());
+        let view = stream.get().view();
+        py.detach(|| free(&mr, DevicePtr::new(ptr), bytes, view));
         Ok(())
     }
 
@@ -222,10 +224,10 @@ impl PyResource {
 
 /// Frees through the trait's checked path (the resources log and ignore
 /// a bad free instead of trusting it).
-fn free(mr: &SharedResource, ptr: DevicePtr, bytes: usize, stream: &PyStream) {
+fn free(mr: &SharedResource, ptr: DevicePtr, bytes: usize, stream: rmm::CudaStreamView<'_>) {
     // `MemoryResource::deallocate` is an unsafe fn; the call lives in
     // `buffer.rs`, the module that holds the package's raw-memory code.
-    crate::buffer::free_raw(mr, ptr, bytes, ALIGNMENT, stream.view());
+    crate::buffer::free_raw(mr, ptr, bytes, ALIGNMENT, stream);
 }
 
 // ---------------------------------------------------------------------------
