@@ -111,6 +111,64 @@ fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
     Ok(Some((ptr, nbytes)))
 }
 
+/// A host array's data pointer and byte size, for objects with a
+/// C-contiguous `__array_interface__` (NumPy), read-only ones included.
+fn host_array_source(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
+    let Ok(iface) = obj.getattr("__array_interface__") else {
+        return Ok(None);
+    };
+    let Ok(iface) = iface.cast_into::<PyDict>() else {
+        return Ok(None);
+    };
+    let Some(data) = iface.get_item("data")? else {
+        return Ok(None);
+    };
+    let Ok((ptr, _readonly)) = data.extract::<(u64, bool)>() else {
+        return Ok(None);
+    };
+    if let Some(strides) = iface.get_item("strides")? {
+        if !strides.is_none() && !obj.getattr("flags")?.getattr("c_contiguous")?.is_truthy()? {
+            return Ok(None); // copied through memoryview.tobytes() instead
+        }
+    }
+    let nbytes: usize = obj.getattr("nbytes")?.extract()?;
+    Ok(Some((ptr, nbytes)))
+}
+
+/// Host bytes to copy from: a NumPy-like array in place (no host copy), or
+/// the bytes of any other buffer-like object.
+enum HostSource<'py> {
+    Array {
+        ptr: u64,
+        len: usize,
+        _owner: Bound<'py, PyAny>,
+    },
+    Bytes(Bound<'py, PyBytes>),
+}
+
+impl HostSource<'_> {
+    fn of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<HostSource<'py>> {
+        if !obj.is_instance_of::<PyBytes>() {
+            if let Some((ptr, len)) = host_array_source(obj)? {
+                return Ok(HostSource::Array {
+                    ptr,
+                    len,
+                    _owner: obj.clone(),
+                });
+            }
+        }
+        Ok(HostSource::Bytes(host_bytes(obj)?))
+    }
+
+    /// `(address, length)`, valid while `self` lives.
+    fn span(&self) -> (u64, usize) {
+        match self {
+            HostSource::Array { ptr, len, .. } => (*ptr, *len),
+            HostSource::Bytes(b) => (b.as_bytes().as_ptr() as u64, b.as_bytes().len()),
+        }
+    }
+}
+
 /// The bytes of a host buffer-like object (bytes, bytearray, memoryview,
 /// NumPy array, ...), as `bytes`.
 fn host_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
@@ -217,24 +275,25 @@ impl PyDeviceBuffer {
 
     /// Copies host bytes into the start of the buffer.
     #[allow(unsafe_code)]
-    fn write_host(&self, py: Python<'_>, data: &[u8], stream: &PyStream) -> PyResult<()> {
-        if data.len() > self.buf.size() {
+    fn write_host(&self, py: Python<'_>, src: &HostSource<'_>, stream: &PyStream) -> PyResult<()> {
+        let (ptr, len) = src.span();
+        if len > self.buf.size() {
             return Err(PyValueError::new_err(format!(
-                "copy_from_host: {} host bytes do not fit into a buffer of {} bytes",
-                data.len(),
+                "copy_from_host: {len} host bytes do not fit into a buffer of {} bytes",
                 self.buf.size()
             )));
         }
-        if data.is_empty() {
+        if len == 0 {
             return Ok(());
         }
         self.check_real("copy_from_host")?;
         let (buf, view) = (&self.buf, stream.view());
         py.detach(|| {
-            // SAFETY: `data` is borrowed (readable) for the whole call; the
-            // destination is the first `data.len() <= size` bytes of the live
-            // buffer; `copy_sync` waits for the copy.
-            unsafe { copy_sync(buf, buf.data().addr(), data.as_ptr() as u64, data.len(), view) }
+            // SAFETY: `src` (a bytes object or an array whose owner it
+            // references, borrowed for the whole call) holds `len` readable
+            // bytes at `ptr`; the destination is the first `len <= size`
+            // bytes of the live buffer; `copy_sync` waits for the copy.
+            unsafe { copy_sync(buf, buf.data().addr(), ptr, len, view) }
         })
         .py_err()
     }
@@ -441,8 +500,8 @@ impl PyDeviceBuffer {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let stream = stream_arg(py, stream)?;
-        let bytes = host_bytes(ary)?;
-        self.write_host(py, bytes.as_bytes(), stream.get())
+        let src = HostSource::of(ary)?;
+        self.write_host(py, &src, stream.get())
     }
 
     /// Copies device memory (a DeviceBuffer or anything with a C-contiguous
@@ -498,10 +557,9 @@ impl PyDeviceBuffer {
         mr: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let stream = stream_arg(py, stream)?;
-        let bytes = host_bytes(b)?;
-        let data = bytes.as_bytes();
-        let me = Self::make(py, data.len(), stream, mr)?;
-        me.write_host(py, data, me.stream.get())?;
+        let src = HostSource::of(b)?;
+        let me = Self::make(py, src.span().1, stream, mr)?;
+        me.write_host(py, &src, me.stream.get())?;
         Ok(me)
     }
 

@@ -37,23 +37,37 @@ def pytest_report_header(config):
     return f"rmm_rs {rmm_rs.__version__}: NO GPU ({reason}); GPU tests skip"
 
 
-def pytest_runtest_setup(item):
+def _gpu_need(item):
+    """(needed GPUs, why they are missing or None, whether required)."""
     needs = 1 if item.get_closest_marker("gpu") else 0
     m = item.get_closest_marker("gpus")
     if m is not None:
         needs = max(needs, int(m.args[0]))
     if needs == 0:
-        return
+        return 0, None, False
     reason = _gpu_reason()
     count = rmm_rs.device_count() if reason is None else 0
     if count >= needs:
-        return
+        return needs, None, False
     why = reason if reason is not None else f"{count} GPU(s), the test needs {needs}"
     required_gpus = int(os.environ.get("RMM_REQUIRE_GPUS", "0") or 0)
     required = require_gpu() if needs == 1 else required_gpus >= needs
-    if required:
+    return needs, why, required
+
+
+def pytest_collection_modifyitems(config, items):
+    # Skips are attached to the tests themselves, so that pytest's summary
+    # names each skipped test file and line.
+    for item in items:
+        needs, why, required = _gpu_need(item)
+        if why is not None and not required:
+            item.add_marker(pytest.mark.skip(reason=f"GPU test, no GPU: {why}" if needs == 1 else f"needs {needs} GPUs: {why}"))
+
+
+def pytest_runtest_setup(item):
+    needs, why, required = _gpu_need(item)
+    if why is not None and required:
         pytest.fail(f"GPU required (RMM_REQUIRE_GPU=1 / RMM_REQUIRE_GPUS) but unavailable: {why}")
-    pytest.skip(f"GPU test, no GPU: {why}" if needs == 1 else f"needs {needs} GPUs: {why}")
 
 
 def need_module(name):

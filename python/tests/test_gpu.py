@@ -61,6 +61,16 @@ def test_device_buffer_copies():
         assert target.tobytes() == data
         with pytest.raises(ValueError):
             b.copy_to_host(np.zeros(10, dtype=np.uint8))
+        # NumPy arrays as sources are copied in place (no host copy first).
+        arr = np.arange(1000, dtype=np.float32)
+        nb = rmm.DeviceBuffer.to_device(arr)
+        assert nb.size == 4000 and np.frombuffer(nb.tobytes(), dtype=np.float32).tolist() == arr.tolist()
+        ro = np.arange(10, dtype=np.uint8)
+        ro.flags.writeable = False
+        nb.copy_from_host(ro)
+        assert nb.tobytes()[:10] == bytes(range(10))
+        with pytest.raises((TypeError, ValueError, BufferError)):
+            nb.copy_from_host(np.arange(100, dtype=np.uint8)[::2])
     # Partial host copy into the start.
     b.copy_from_host(b"\x00" * 100)
     assert b.tobytes() == b"\x00" * 100 + data[100:]

@@ -52,7 +52,11 @@ class RMMNumbaManager(HostOnlyCUDAMemoryManager):
         def finalizer():
             allocations.pop(ptr, None)
 
-        return MemoryPointer(self.context, _device_pointer(ptr), size, finalizer=finalizer)
+        try:
+            return MemoryPointer(self.context, _device_pointer(ptr), size, finalizer=finalizer)
+        except TypeError:
+            # numba-cuda versions whose MemoryPointer takes no context.
+            return MemoryPointer(_device_pointer(ptr), size, finalizer=finalizer)
 
     def get_ipc_handle(self, memory):
         start, _end = _driver.device_extents(memory)
