@@ -10,7 +10,7 @@
 #
 # There (CPython 3.12 with CuPy and PyTorch, no Rust, no network), from the
 # repository root:
-#   OUT=/tmp/out bash scripts/gpu-python.sh [--quick]
+#   OUT=/tmp/out bash scripts/gpu-python.sh [--quick] [STEP...]
 #     1. env       what is installed (GPUs, Python, CuPy, PyTorch, Numba)
 #     2. venv      a venv with --system-site-packages (the image's CuPy,
 #                  PyTorch, NumPy, Numba stay visible), the wheel installed
@@ -25,26 +25,34 @@
 #     6. bench     python/bench/alloc_bench.py: PyTorch's caching allocator
 #                  against rmm_rs pool / arena / cuda_async, CuPy's pool
 #                  against rmm_rs pool, with ratios (--quick: fewer steps)
-#   Each step's output goes to $OUT/python/<step>.log (OUT defaults to
-#   /tmp/out); a failing step is logged and the next one runs anyway. The
-#   end is one SUMMARY line per step, also in $OUT/python/summary.txt.
-#   VENV (default /tmp/rmm-rs-venv) and PYTHON (default python3) can be set.
+#   STEP names some of env, venv, import, pytest, memcheck, bench (default:
+#   all, in that order); a step that needs the venv makes it when it is
+#   missing. Each step's output goes to $OUT/python/<step>.log (OUT
+#   defaults to /tmp/out); a failing step is logged and the next one runs
+#   anyway; pytest, memcheck and bench each stop after STEP_TIMEOUT
+#   seconds (default 540). The end is one SUMMARY line per step, also in
+#   $OUT/python/summary.txt. VENV (default .gpu-venv, ignored by git, kept
+#   between calls) and PYTHON (default python3) can be set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--build" ]; then
   exec bash scripts/python-wheel.sh --gpu
 fi
 quick=()
+steps=()
 for a in "$@"; do
   case "$a" in
     --quick) quick=(--quick) ;;
-    *) echo "gpu-python: unknown option $a" >&2; exit 2 ;;
+    env | venv | import | pytest | memcheck | bench) steps+=("$a") ;;
+    *) echo "gpu-python: unknown option or step $a (steps: env venv import pytest memcheck bench)" >&2; exit 2 ;;
   esac
 done
+[ ${#steps[@]} -gt 0 ] || steps=(env venv import pytest memcheck bench)
+limit=${STEP_TIMEOUT:-540}
 OUT=${OUT:-/tmp/out}
 logs="$OUT/python"
 mkdir -p "$logs"
-VENV=${VENV:-/tmp/rmm-rs-venv}
+VENV=${VENV:-$(pwd)/.gpu-venv}
 PY=${PYTHON:-python3}
 repo=$(pwd)
 summary=()
@@ -126,7 +134,7 @@ run_pytest() {
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   local extra=()
   [ "${gpus:-0}" -ge 2 ] && extra=(RMM_REQUIRE_GPUS=2)
-  (cd "$repo/python/tests" && env RMM_REQUIRE_GPU=1 RMM_REQUIRE_MODULES=numpy,cupy,torch "${extra[@]}" \
+  (cd "$repo/python/tests" && timeout "$limit" env RMM_REQUIRE_GPU=1 RMM_REQUIRE_MODULES=numpy,cupy,torch "${extra[@]}" \
     "$VENV/bin/python" -m pytest -ra -p no:cacheprovider --junitxml="$logs/junit.xml" -o junit_family=xunit2)
 }
 
@@ -138,26 +146,39 @@ memcheck() {
   local rc=0
   for res in cuda pool; do
     echo "--- CuPy workload over rmm_rs $res, compute-sanitizer memcheck"
-    (cd /tmp && RMM_WORKLOAD_RESOURCE=$res compute-sanitizer --tool memcheck --error-exitcode 1 \
-      --report-api-errors no --print-limit 50 \
-      "$VENV/bin/python" "$repo/python/tests/workloads/cupy_workload.py" 8) || rc=1
+    (cd /tmp && RMM_WORKLOAD_RESOURCE=$res timeout $((limit / 2)) compute-sanitizer --tool memcheck \
+      --error-exitcode 1 --report-api-errors no --print-limit 50 \
+      "$VENV/bin/python" "$repo/python/tests/workloads/cupy_workload.py" 4) || rc=1
   done
+  [ $rc = 0 ] && echo "memcheck: no errors (cuda and pool)"
   return $rc
 }
 
 bench() {
-  (cd /tmp && "$VENV/bin/python" "$repo/python/bench/alloc_bench.py" "${quick[@]}" --json "$logs/bench.json")
+  (cd /tmp && timeout "$limit" "$VENV/bin/python" "$repo/python/bench/alloc_bench.py" "${quick[@]}" \
+    --timeout $((limit / 6)) --json "$logs/bench.json")
 }
 
-step env env_report
-step venv make_venv
-step import import_check
-step pytest run_pytest
-step memcheck memcheck
-step bench bench
+for s in "${steps[@]}"; do
+  case "$s" in
+    env) step env env_report ;;
+    venv) step venv make_venv ;;
+    *)
+      if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import rmm_rs' 2>/dev/null; then
+        step venv make_venv
+      fi
+      case "$s" in
+        import) step import import_check ;;
+        pytest) step pytest run_pytest ;;
+        memcheck) step memcheck memcheck ;;
+        bench) step bench bench ;;
+      esac
+      ;;
+  esac
+done
 echo
 echo "logs in $logs"
 printf '%s\n' "${summary[@]}" | tee "$logs/summary.txt"
-grep -E '^[0-9]+ (passed|failed)|passed|failed' "$logs/pytest.log" | tail -n 1
+[ -f "$logs/pytest.log" ] && grep -E 'passed|failed' "$logs/pytest.log" | tail -n 1
 echo "SUMMARY steps: $(( ${#summary[@]} - failed )) passed, $failed failed"
 exit $((failed > 0))

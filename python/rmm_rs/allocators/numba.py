@@ -9,8 +9,13 @@ stays Numba's.
 import ctypes
 
 from numba import cuda
-from numba.cuda import HostOnlyCUDAMemoryManager, IpcHandle, MemoryInfo, MemoryPointer
+from numba.cuda import HostOnlyCUDAMemoryManager, MemoryInfo, MemoryPointer
 from numba.cuda.cudadrv import driver as _driver
+
+try:
+    from numba.cuda import IpcHandle
+except ImportError:  # pragma: no cover - older / newer layouts
+    IpcHandle = _driver.IpcHandle
 
 from rmm_rs._lib import DeviceBuffer, available_device_memory
 
