@@ -177,8 +177,10 @@ class profiler:
     def __enter__(self):
         name = self._name
         if not name:
-            caller = inspect.stack()[1]
-            name = f"{caller.filename}:{caller.lineno}"
+            frame = inspect.currentframe()
+            caller = frame.f_back if frame is not None else None
+            name = f"{caller.f_code.co_filename}:{caller.f_lineno}" if caller is not None else "<unknown>"
+            del frame, caller
         self._names.append(name)
         push_statistics()
         return self

@@ -305,6 +305,32 @@ impl PyDeviceBuffer {
     }
 }
 
+/// A buffer of no bytes over a simulated resource: what a dropped
+/// `DeviceBuffer` leaves behind while its memory is freed without the GIL.
+fn placeholder() -> Option<rmm::DeviceBuffer> {
+    static EMPTY: std::sync::OnceLock<rmm::mr::SimulatedMemoryResource> = std::sync::OnceLock::new();
+    let sim = EMPTY
+        .get_or_init(|| rmm::mr::SimulatedMemoryResource::new(0))
+        .clone();
+    rmm::DeviceBuffer::with_resource(0, CudaStreamView::DEFAULT, sim).ok()
+}
+
+impl Drop for PyDeviceBuffer {
+    /// Frees the memory with the GIL released, as every allocation and
+    /// copy does: a pool shared with another thread that is growing through
+    /// a Python callback (which needs the GIL) is never waited for while
+    /// holding it.
+    fn drop(&mut self) {
+        if self.buf.capacity() == 0 {
+            return;
+        }
+        if let Some(empty) = placeholder() {
+            let buf = std::mem::replace(&mut self.buf, empty);
+            Python::attach(|py| py.detach(move || drop(buf)));
+        }
+    }
+}
+
 #[pymethods]
 impl PyDeviceBuffer {
     /// `DeviceBuffer(*, ptr=None, size=0, stream=DEFAULT_STREAM, mr=None)`:

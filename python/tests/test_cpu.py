@@ -904,3 +904,42 @@ def test_torch_allocate_throws_bad_alloc(tmp_path):
     assert b"negative" in out.value
     # The interpreter is fine afterwards.
     assert rmm_rs.parse_bytes("1KiB") == 1024
+
+
+def test_no_deadlock_between_gil_and_pool_lock():
+    """Threads share a pool that grows through a Python callback (which
+    needs the GIL) while others allocate and free: allocations, frees and
+    buffer drops release the GIL, so nobody holds it while waiting for the
+    pool's lock. Run in a subprocess so that a deadlock fails by timeout."""
+    code = r"""
+import threading, gc
+import rmm_rs as rmm
+sim = rmm.mr.SimulatedMemoryResource("64GiB")
+def alloc(n, s):
+    return sim.allocate(n, s)
+def free(p, n, s):
+    sim.deallocate(p, n, s)
+cb = rmm.mr.CallbackMemoryResource(alloc, free, simulated=True)
+pool = rmm.mr.PoolMemoryResource(cb, initial_pool_size=0)
+errors = []
+def work(seed):
+    try:
+        keep = []
+        for i in range(400):
+            n = ((i * 7919 + seed * 104729) % 4096 + 1) * 1024
+            keep.append(rmm.DeviceBuffer(size=n, mr=pool))
+            p = pool.allocate(n)
+            pool.deallocate(p, n)
+            if len(keep) > 8:
+                keep.pop(0)
+    except Exception as e:
+        errors.append(e)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+assert not errors, errors
+print("ok", pool.pool_size() > 0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok", "True"]
