@@ -943,3 +943,77 @@ print("ok", pool.pool_size() > 0)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["ok", "True"]
+
+
+def test_cupy_hook_glue_with_a_stand_in_cupy():
+    """rmm_cupy_allocator's calls into CuPy, against a stand-in module
+    (the real CuPy runs in test_cupy.py on the GPU)."""
+    code = r"""
+import sys, types
+calls = {}
+cupy = types.ModuleType("cupy")
+cupy.cuda = types.SimpleNamespace()
+class S:
+    def __init__(self, ptr): self.ptr = ptr
+current = [S(0)]
+cupy.cuda.get_current_stream = lambda: current[0]
+cupy.cuda.device = types.SimpleNamespace(get_device_id=lambda: 0)
+class UnownedMemory:
+    def __init__(self, ptr, size, owner, device_id):
+        self.ptr, self.size, self.owner, self.device_id = ptr, size, owner, device_id
+cupy.cuda.UnownedMemory = UnownedMemory
+class MemoryPointer:
+    def __init__(self, mem, offset):
+        self.mem, self.ptr = mem, mem.ptr + offset
+cupy.cuda.memory = types.SimpleNamespace(MemoryPointer=MemoryPointer)
+sys.modules["cupy"] = cupy
+import rmm_rs as rmm
+from rmm_rs.allocators.cupy import rmm_cupy_allocator
+sim = rmm.mr.SimulatedMemoryResource("1GiB")
+st = rmm.mr.StatisticsResourceAdaptor(sim)
+rmm.mr.set_current_device_resource(st)
+mp = rmm_cupy_allocator(1000)
+assert mp.ptr == mp.mem.owner.ptr != 0 and mp.mem.size == 1000 and mp.mem.device_id == -1
+assert mp.mem.owner.stream == rmm.DEFAULT_STREAM
+current[0] = S(0x5000)
+mp2 = rmm_cupy_allocator(10)
+assert mp2.mem.owner.stream.ptr == 0x5000
+assert st.allocation_counts["current_count"] == 2
+zero = rmm_cupy_allocator(0)
+assert zero.ptr == 0 and zero.mem.device_id == 0
+del mp, mp2, zero
+import gc; gc.collect()
+assert st.allocation_counts["current_count"] == 0
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_torch_hook_glue_with_a_stand_in_torch():
+    """rmm_torch_allocator is a CUDAPluggableAllocator over the extension
+    library and two symbols it exports (stand-in torch module)."""
+    code = r"""
+import sys, types, ctypes
+made = []
+class CUDAPluggableAllocator:
+    def __init__(self, path, alloc_fn_name, free_fn_name):
+        made.append((path, alloc_fn_name, free_fn_name))
+torch = types.ModuleType("torch")
+torch.cuda = types.ModuleType("torch.cuda")
+torch.cuda.memory = types.ModuleType("torch.cuda.memory")
+torch.cuda.memory.CUDAPluggableAllocator = CUDAPluggableAllocator
+sys.modules.update({"torch": torch, "torch.cuda": torch.cuda, "torch.cuda.memory": torch.cuda.memory})
+import rmm_rs
+from rmm_rs.allocators.torch import rmm_torch_allocator
+assert isinstance(rmm_torch_allocator, CUDAPluggableAllocator)
+(path, a, f), = made
+assert path == rmm_rs._lib.__file__
+lib = ctypes.CDLL(path)
+getattr(lib, a); getattr(lib, f)
+print(a, f)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["rmm_rs_torch_allocate", "deallocate"]

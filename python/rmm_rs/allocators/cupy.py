@@ -1,6 +1,6 @@
 """CuPy through rmm_rs: ``cupy.cuda.set_allocator(rmm_cupy_allocator)``."""
 
-from rmm_rs._lib import DeviceBuffer, Stream
+from rmm_rs._lib import DEFAULT_STREAM, DeviceBuffer, Stream
 
 try:
     import cupy
@@ -13,7 +13,9 @@ def rmm_cupy_allocator(nbytes):
     from the current device's resource, ordered on CuPy's current stream."""
     if cupy is None:
         raise ModuleNotFoundError("CuPy is not installed: rmm_cupy_allocator needs it")
-    stream = Stream(cupy.cuda.get_current_stream())
+    current = cupy.cuda.get_current_stream()
+    # The null stream (CuPy's default) needs no wrapper object.
+    stream = DEFAULT_STREAM if current.ptr == 0 else Stream(current)
     buf = DeviceBuffer(size=nbytes, stream=stream)
     dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
     mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
