@@ -1017,3 +1017,60 @@ print(a, f)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["rmm_rs_torch_allocate", "deallocate"]
+
+
+def test_numba_plugin_glue_with_a_stand_in_numba():
+    """RMMNumbaManager against a stand-in of Numba-CUDA's EMM interface
+    (the real Numba runs in test_gpu.py when it can be imported)."""
+    code = r"""
+import sys, types, ctypes, gc
+numba = types.ModuleType("numba")
+cuda = types.ModuleType("numba.cuda")
+cudadrv = types.ModuleType("numba.cuda.cudadrv")
+driver = types.ModuleType("numba.cuda.cudadrv.driver")
+class HostOnlyCUDAMemoryManager:
+    def __init__(self, *args, context=None, **kwargs):
+        self.context = context
+    def initialize(self): pass
+    def reset(self): pass
+class MemoryPointer:
+    def __init__(self, context, pointer, size, owner=None, finalizer=None):
+        self.context, self.device_pointer, self.size, self.finalizer = context, pointer, size, finalizer
+from collections import namedtuple
+cuda.HostOnlyCUDAMemoryManager = HostOnlyCUDAMemoryManager
+cuda.MemoryPointer = MemoryPointer
+cuda.MemoryInfo = namedtuple("MemoryInfo", "free total")
+cuda.IpcHandle = object
+driver.USE_NV_BINDING = False
+numba.cuda = cuda; cuda.cudadrv = cudadrv; cudadrv.driver = driver
+sys.modules.update({"numba": numba, "numba.cuda": cuda, "numba.cuda.cudadrv": cudadrv,
+                    "numba.cuda.cudadrv.driver": driver})
+import rmm_rs as rmm
+from rmm_rs.allocators import numba as plugin
+assert plugin._numba_memory_manager is plugin.RMMNumbaManager
+sim = rmm.mr.SimulatedMemoryResource("1GiB")
+rmm.mr.set_current_device_resource(sim)
+mgr = plugin.RMMNumbaManager(context="ctx")
+mgr.initialize()
+assert mgr.interface_version == 1
+mp = mgr.memalloc(1000)
+assert mp.context == "ctx" and mp.size == 1000
+assert isinstance(mp.device_pointer, ctypes.c_uint64) and mp.device_pointer.value != 0
+assert sim.live_allocations() == 1
+mp.finalizer()
+gc.collect()
+assert sim.live_allocations() == 0
+mp2 = mgr.memalloc(10)
+mgr.reset()
+gc.collect()
+assert sim.live_allocations() == 0
+try:
+    mgr.get_memory_info()
+    print("info")
+except rmm.DriverUnavailableError:
+    print("no GPU")
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "ok"
