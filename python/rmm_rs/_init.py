@@ -65,9 +65,14 @@ def reinitialize(
     """
     global _initialized
     devices = _device_list(devices)
-    if not pool_allocator and (initial_pool_size is not None or maximum_pool_size is not None):
-        # RMM ignores the sizes without a pool; say so instead of ignoring.
-        raise ValueError("initial_pool_size / maximum_pool_size need pool_allocator=True")
+    # Without a pool the pool sizes are ignored, as RMM ignores them (code
+    # such as reinitialize(pool_allocator=flag, initial_pool_size=n) runs
+    # unchanged); they are still checked.
+    from rmm_rs._lib import parse_bytes
+
+    for size in (initial_pool_size, maximum_pool_size):
+        if size is not None:
+            parse_bytes(size)
     if logging:
         name = log_file_name if log_file_name is not None else os.environ.get("RMM_LOG_FILE")
         if not name:

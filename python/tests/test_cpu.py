@@ -620,8 +620,11 @@ def test_reinitialize_arguments():
     finally:
         if env is not None:
             os.environ["RMM_LOG_FILE"] = env
+    # Pool sizes without a pool are ignored, as in RMM (but still checked).
+    rmm.reinitialize(initial_pool_size="1MiB", simulated_memory=1 << 20)
+    assert isinstance(mr.get_current_device_resource(), mr.SimulatedMemoryResource)
     with pytest.raises(ValueError):
-        rmm.reinitialize(initial_pool_size="1MiB", simulated_memory=1 << 20)
+        rmm.reinitialize(initial_pool_size="1 parsec", simulated_memory=1 << 20)
 
 
 # --- logging to a file, reading and replaying it --------------------------------
