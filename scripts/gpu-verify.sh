@@ -13,6 +13,8 @@
 #   bash scripts/gpu-verify.sh trust      # mixes, then tests
 #   bash scripts/gpu-verify.sh repeat     # resources, containers, adaptors REPEAT times each
 #                                         # (default 20), parallel tests, stacks of any stall
+#   bash scripts/gpu-verify.sh python     # the Python package: scripts/gpu-python.sh (carry
+#                                         # .gpu-wheel/ from `bash scripts/gpu-python.sh --build`)
 #   bash scripts/gpu-verify.sh all        # tests, memcheck, racecheck, bench, in that order
 #   bash scripts/gpu-verify.sh sanitizers # with 2+ GPUs: racecheck on GPU 1 beside tests,
 #                                         # memcheck and demo on GPU 0; else one after another
@@ -104,7 +106,9 @@ step() {
       else
         for s in tests memcheck racecheck demo; do step "$s"; done
       fi ;;
-    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|demo|mixes|trust|repeat|sanitizers|all)" >&2; exit 2 ;;
+    python)
+      bash scripts/gpu-python.sh || status=1 ;;
+    *) echo "unknown step $1 (tests|memcheck|racecheck|bench|demo|mixes|trust|repeat|sanitizers|python|all)" >&2; exit 2 ;;
   esac
 }
 if [ "${1:-all}" = all ]; then
