@@ -10,6 +10,7 @@ Not available (no Rust implementation yet, issue #18):
 either raises ``rmm_rs.RMMError`` saying so.
 """
 
+import atexit
 import contextlib
 import os
 import threading
@@ -193,10 +194,24 @@ def _append_id(filename, device):
 
 
 def _flush_logs():
+    """Flushes every LoggingResourceAdaptor among the devices' resources and
+    their upstreams (at exit too: the registry keeps its resources for the
+    whole process, so their buffered lines would otherwise never be
+    written)."""
     with _lock:
-        for res in _per_device_mrs.values():
-            if isinstance(res, LoggingResourceAdaptor):
-                res.flush()
+        for res in list(_per_device_mrs.values()):
+            seen = 0
+            while res is not None and seen < 64:
+                if isinstance(res, LoggingResourceAdaptor):
+                    try:
+                        res.flush()
+                    except OSError:
+                        pass
+                res = res.upstream_mr
+                seen += 1
+
+
+atexit.register(_flush_logs)
 
 
 def enable_logging(log_file_name=None):

@@ -1077,3 +1077,21 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == "ok"
+
+
+def test_logs_are_flushed_at_exit(tmp_path):
+    """The registry keeps its resources for the whole process: a logging
+    adaptor set there is flushed at exit (as RMM does with atexit)."""
+    log = tmp_path / "exit.csv"
+    code = (
+        "import rmm_rs as rmm\n"
+        f"rmm.reinitialize(logging=True, log_file_name={str(log)!r}, simulated_memory='1GiB')\n"
+        "stats = rmm.mr.StatisticsResourceAdaptor(rmm.mr.get_current_device_resource())\n"
+        "rmm.mr.set_current_device_resource(stats)\n"
+        "keep = [rmm.DeviceBuffer(size=100) for _ in range(3)]\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = (tmp_path / "exit.dev0.csv").read_text().splitlines()
+    assert lines[0].startswith("Thread,Time,Action")
+    assert sum(",allocate," in line for line in lines) == 3
