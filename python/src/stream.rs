@@ -3,6 +3,7 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 
 use rmm::{CudaStream, CudaStreamView};
@@ -209,8 +210,8 @@ impl PyStream {
 /// accepts.
 pub(crate) fn stream_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyStream>> {
     match obj {
-        None => Py::new(py, PyStream::special(0)),
-        Some(o) if o.is_none() => Py::new(py, PyStream::special(0)),
+        None => default_stream(py),
+        Some(o) if o.is_none() => default_stream(py),
         Some(o) => match o.cast::<PyStream>() {
             Ok(s) => Ok(s.clone().unbind()),
             Err(_) => Py::new(py, PyStream::py_new(Some(o))?),
@@ -218,9 +219,17 @@ pub(crate) fn stream_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyRe
     }
 }
 
+/// `DEFAULT_STREAM`, one object for the process.
+fn default_stream(py: Python<'_>) -> PyResult<Py<PyStream>> {
+    static DEFAULT: PyOnceLock<Py<PyStream>> = PyOnceLock::new();
+    DEFAULT
+        .get_or_try_init(py, || Py::new(py, PyStream::special(0)))
+        .map(|s| s.clone_ref(py))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStream>()?;
-    m.add("DEFAULT_STREAM", Py::new(m.py(), PyStream::special(0))?)?;
+    m.add("DEFAULT_STREAM", default_stream(m.py())?)?;
     m.add("LEGACY_DEFAULT_STREAM", Py::new(m.py(), PyStream::special(1))?)?;
     m.add(
         "PER_THREAD_DEFAULT_STREAM",
