@@ -657,21 +657,38 @@ impl DeviceBuffer {
         }
     }
 
-    /// The host-copy form of [`access`](Self::access): checks, makes the
-    /// device current, makes `stream` wait for the buffer's stream, runs
-    /// `copy` and then synchronises `stream` instead of joining it back (the
-    /// copy involves host memory, so it must be complete before returning,
-    /// which also orders it before any later free).
-    fn access_synchronized(
+    /// Copies `bytes` bytes between byte `offset` of the buffer and host
+    /// address `host` (to the host when `to_host`) on `stream`, then
+    /// synchronises `stream`. The host-copy form of
+    /// [`access`](Self::access): checked, with the device current and
+    /// `stream` waiting for the buffer's stream, but synchronised instead of
+    /// joined back (host memory is involved, so the copy must be complete
+    /// before returning, which also orders it before any later free). Zero
+    /// bytes never call the driver.
+    ///
+    /// # Safety
+    /// `host` is valid for `bytes` writes (`to_host`) or reads.
+    unsafe fn host_copy(
         &self,
-        what: &str,
+        offset: usize,
+        host: u64,
+        bytes: usize,
+        to_host: bool,
         stream: CudaStreamView,
-        copy: impl FnOnce(CudaStreamView) -> Result<()>,
     ) -> Result<()> {
-        self.check_real(what)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real(if to_host { "copy to host" } else { "copy from host" })?;
+        let device = self.ptr.offset(offset).addr();
+        let (dst, src) = if to_host { (host, device) } else { (device, host) };
         let _g = DeviceGuard::new(self.device)?;
         stream_wait(stream, self.stream.view())?;
-        copy(stream)?;
+        // SAFETY: the device side lies inside the allocation (checked above);
+        // the caller guarantees the host side; the stream is synchronised
+        // before return, so neither is used afterwards.
+        unsafe { driver::memcpy_async(dst, src, bytes, stream.as_raw())? };
         stream.synchronize()
     }
 
@@ -687,16 +704,8 @@ impl DeviceBuffer {
         bytes: usize,
         stream: CudaStreamView,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        self.check_range(offset, bytes)?;
-        self.access_synchronized("copy to host", stream, |s| {
-            // SAFETY: the source lies inside the allocation (checked above);
-            // the caller guarantees `dst`; the stream is synchronised before
-            // return.
-            unsafe { driver::memcpy_async(dst as u64, self.ptr.offset(offset).addr(), bytes, s.as_raw()) }
-        })
+        // SAFETY: forwarded contract.
+        unsafe { self.host_copy(offset, dst as u64, bytes, true, stream) }
     }
 
     /// Copies `bytes` bytes from host `src` to byte `offset` of the buffer on
@@ -711,16 +720,8 @@ impl DeviceBuffer {
         bytes: usize,
         stream: CudaStreamView,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        self.check_range(offset, bytes)?;
-        self.access_synchronized("copy from host", stream, |s| {
-            // SAFETY: the destination lies inside the allocation (checked
-            // above); the caller guarantees `src`; the stream is synchronised
-            // before return, so `src` is not read afterwards.
-            unsafe { driver::memcpy_async(self.ptr.offset(offset).addr(), src as u64, bytes, s.as_raw()) }
-        })
+        // SAFETY: forwarded contract.
+        unsafe { self.host_copy(offset, src as u64, bytes, false, stream) }
     }
 
     /// `cuMemsetD{8,16,32}Async` of `count` elements of `width` bytes at byte
