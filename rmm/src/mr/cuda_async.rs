@@ -5,12 +5,11 @@ use std::sync::Arc;
 
 use super::detail::driver_pools;
 use super::{check_base_alignment, MemoryResource};
-use crate::buffer::stream_wait;
 use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
-use crate::stream::CudaStreamView;
+use crate::stream::{stream_wait, CudaStreamView};
 
 /// Which shareable handle the driver pool's memory can be exported as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
