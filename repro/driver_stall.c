@@ -43,6 +43,9 @@
  *              calls go to the per-thread default stream, joined to the legacy
  *              stream with events both ways (legacy waits after the allocation,
  *              the free waits for legacy), and the block is written on legacy
+ *   r as F, but pools are recycled instead of destroyed (rmm since the fix):
+ *              taken from a process-wide list (or made when it is empty),
+ *              trimmed to 0 bytes and put back after the operation
  *   f as F with one pool per thread made once and kept (as rmm keeps a resource's pool)
  *   g as F with one pool shared by every thread, made once (rmm's default cuda_async)
  *   x two devices, as the container test with device 1 current does: device 1's
@@ -86,6 +89,9 @@ static void CUDA_CB host_fn(void *p) { free(p); }
 static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext ctx1;        /* device 1, made by the first 'x' */
 static CUmemoryPool shared_pool; /* mix 'g', made by main */
+static pthread_mutex_t recycle_mu = PTHREAD_MUTEX_INITIALIZER; /* mix 'r' */
+static CUmemoryPool recycled[256];
+static int nrecycled;
 
 static CUmemoryPool make_pool(void) {
   CUmemPoolProps props; memset(&props, 0, sizeof props);
@@ -330,6 +336,19 @@ static void *worker(void *arg) {
       where[t] = "F: cuMemPoolCreate"; CUmemoryPool pool = make_pool();
       legacy_joined(t, pool, &p);
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
+      break; }
+    case 'r': {
+      CUmemoryPool pool = NULL;
+      pthread_mutex_lock(&recycle_mu);
+      if (nrecycled) pool = recycled[--nrecycled];
+      pthread_mutex_unlock(&recycle_mu);
+      if (!pool) { where[t] = "r: cuMemPoolCreate"; pool = make_pool(); }
+      where[t] = "r: cuMemPoolTrimTo(take)"; CK(cuMemPoolTrimTo(pool, 0));
+      legacy_joined(t, pool, &p);
+      where[t] = "r: cuMemPoolTrimTo(give back)"; CK(cuMemPoolTrimTo(pool, 0));
+      pthread_mutex_lock(&recycle_mu);
+      recycled[nrecycled++] = pool;
+      pthread_mutex_unlock(&recycle_mu);
       break; }
     case 'f': {
       static __thread CUmemoryPool own; if (!own) own = make_pool();

@@ -1,13 +1,14 @@
 //! Fill and copy over `rmm`'s containers ([`DeviceUvector`], [`DeviceBuffer`],
 //! [`DeviceScalar`](rmm::DeviceScalar) through its vector view).
 //!
-//! Every function checks its arguments before it touches the GPU, makes the
-//! container's device current for the launch, and orders the work on
-//! `stream` after the containers' own streams (and their streams after the
-//! work, so that a later free cannot overtake it), with events, when the
-//! streams differ. Zero elements never call the driver. Containers over a
-//! simulated resource have no contents: a non-empty fill or copy of one is
-//! an [`Error::Logic`].
+//! Every function checks its arguments before it touches the GPU, then
+//! enqueues its work through [`DeviceBuffer::access`] /
+//! [`DeviceBuffer::access_all`], which make the container's device current
+//! and order the work on `stream` after the containers' own streams (and
+//! their streams after the work, so that a later free cannot overtake it),
+//! with events, when the streams differ. Zero elements never call the
+//! driver. Containers over a simulated resource have no contents: a
+//! non-empty fill or copy of one is an [`Error::Logic`].
 //!
 //! Thread safety: the functions are thread safe; the containers are borrowed
 //! mutably where they are written.
@@ -24,23 +25,11 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
-use rmm::buffer::stream_wait;
-use rmm::device::DeviceGuard;
 use rmm::launch::memset_async;
-use rmm::mr::MemoryResource;
 use rmm::{CudaStreamView, DeviceBuffer, DevicePod, DevicePtr, DeviceUvector, Error, Result};
 
 use crate::copy::copy_bytes;
 use crate::fill::{fill_raw, FillValue};
-
-fn check_real(buf: &DeviceBuffer, what: &str) -> Result<()> {
-    if buf.resource().is_simulated() {
-        return Err(Error::Logic(format!(
-            "{what}: a container over a simulated resource has no memory to write"
-        )));
-    }
-    Ok(())
-}
 
 /// Zero-fills `bytes` bytes at `ptr` with 4-byte memsets where size and
 /// address allow, else byte memsets.
@@ -74,18 +63,17 @@ pub fn fill<T: FillValue + DevicePod>(
     if n == 0 {
         return Ok(());
     }
-    check_real(v.as_buffer(), "fill")?;
-    let _g = DeviceGuard::new(v.device())?;
-    stream_wait(stream, v.stream())?;
-    if value.bits() == 0 {
-        // SAFETY: the vector's `size_bytes()` bytes are live; its stream
-        // waits for `stream` below before any free.
-        unsafe { memset_zero(v.data(), v.size_bytes(), stream)? };
-    } else {
-        // SAFETY: as above; `n` elements of `T`, aligned for `T`.
-        unsafe { fill_raw(v.data(), n, value, stream)? };
-    }
-    stream_wait(v.stream(), stream)
+    let (ptr, bytes) = (v.data(), v.size_bytes());
+    v.as_buffer().access("fill", stream, |s| {
+        if value.bits() == 0 {
+            // SAFETY: the vector's `size_bytes()` bytes are live, borrowed
+            // mutably, and kept allocated by `access` until the memset has run.
+            unsafe { memset_zero(ptr, bytes, s) }
+        } else {
+            // SAFETY: as above; `n` elements of `T`, aligned for `T`.
+            unsafe { fill_raw(ptr, n, value, s) }
+        }
+    })
 }
 
 /// Sets every byte of `buf` to `value` in `stream` order (`cuMemsetD8Async`).
@@ -96,46 +84,38 @@ pub fn fill_bytes(buf: &mut DeviceBuffer, value: u8, stream: CudaStreamView) -> 
     if buf.is_empty() {
         return Ok(());
     }
-    check_real(buf, "fill_bytes")?;
-    let _g = DeviceGuard::new(buf.device())?;
-    stream_wait(stream, buf.stream())?;
-    // SAFETY: the buffer's `size()` bytes are live; its stream waits for
-    // `stream` below before any free.
-    unsafe { memset_async(buf.data(), value as u32, 1, buf.size(), stream)? };
-    stream_wait(buf.stream(), stream)
+    buf.access("fill_bytes", stream, |s| {
+        // SAFETY: the buffer's `size()` bytes are live, borrowed mutably, and
+        // kept allocated by `access` until the memset has run.
+        unsafe { memset_async(buf.data(), value as u32, 1, buf.size(), s) }
+    })
 }
 
-fn check_copy(dst: &DeviceBuffer, src: &DeviceBuffer, dst_len: usize, src_len: usize) -> Result<bool> {
+/// Copies `src` into `dst` (both of `dst_len == src_len` elements of
+/// `dst.size() / dst_len` bytes) with the copy kernel; nothing for zero
+/// elements. Simulated memory and buffers of two devices are refused by
+/// [`DeviceBuffer::access_all`] before any driver call.
+fn copy_checked(
+    dst: &DeviceBuffer,
+    src: &DeviceBuffer,
+    (dst_len, src_len): (usize, usize),
+    stream: CudaStreamView,
+) -> Result<()> {
     if dst_len != src_len {
         return Err(Error::InvalidArgument(format!(
             "copy: destination has {dst_len} elements, source {src_len}"
         )));
     }
     if dst_len == 0 {
-        return Ok(false);
+        return Ok(());
     }
-    check_real(dst, "copy")?;
-    check_real(src, "copy")?;
-    if dst.device() != src.device() {
-        return Err(Error::Logic(format!(
-            "copy: the kernel cannot copy from {} to {}; use try_clone_on (cuMemcpy) across devices",
-            src.device(),
-            dst.device()
-        )));
-    }
-    Ok(true)
-}
-
-fn copy_impl(dst: &DeviceBuffer, src: &DeviceBuffer, stream: CudaStreamView) -> Result<()> {
-    let _g = DeviceGuard::new(dst.device())?;
-    stream_wait(stream, dst.stream())?;
-    stream_wait(stream, src.stream())?;
-    // SAFETY: both containers are live with `dst.size()` bytes (equal sizes
-    // checked), distinct (one is borrowed mutably), and both of their streams
-    // wait for `stream` below before any free.
-    unsafe { copy_bytes(dst.data(), src.data(), dst.size(), stream)? };
-    stream_wait(dst.stream(), stream)?;
-    stream_wait(src.stream(), stream)
+    DeviceBuffer::access_all("copy", &[dst, src], stream, |s| {
+        // SAFETY: both containers are live with `dst.size()` bytes (equal
+        // lengths of one element type checked), distinct (one is borrowed
+        // mutably by the caller), and kept allocated by `access_all` until
+        // the copy has run.
+        unsafe { copy_bytes(dst.data(), src.data(), dst.size(), s) }
+    })
 }
 
 /// Copies all elements of `src` into `dst` (same length) in `stream` order
@@ -150,10 +130,7 @@ pub fn copy<T: DevicePod>(
     src: &DeviceUvector<T>,
     stream: CudaStreamView,
 ) -> Result<()> {
-    if check_copy(dst.as_buffer(), src.as_buffer(), dst.len(), src.len())? {
-        copy_impl(dst.as_buffer(), src.as_buffer(), stream)?;
-    }
-    Ok(())
+    copy_checked(dst.as_buffer(), src.as_buffer(), (dst.len(), src.len()), stream)
 }
 
 /// Copies all bytes of `src` into `dst` (same size) in `stream` order with
@@ -162,8 +139,5 @@ pub fn copy<T: DevicePod>(
 /// # Errors
 /// As [`copy`].
 pub fn copy_buffer(dst: &mut DeviceBuffer, src: &DeviceBuffer, stream: CudaStreamView) -> Result<()> {
-    if check_copy(dst, src, dst.size(), src.size())? {
-        copy_impl(dst, src, stream)?;
-    }
-    Ok(())
+    copy_checked(dst, src, (dst.size(), src.size()), stream)
 }

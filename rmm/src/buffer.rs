@@ -19,6 +19,16 @@
 //! before they return, so that borrowed host slices are never read or written
 //! after the call.
 //!
+//! # Your own device work
+//! [`DeviceBuffer::access`] (one buffer) and [`DeviceBuffer::access_all`]
+//! (several, e.g. the two sides of a copy) run a closure that enqueues
+//! device work of yours (a kernel launched through [`crate::launch`], a raw
+//! copy or memset) with the same protocol the buffer's own methods use: the
+//! buffer must have real memory, its device is made current, and the work's
+//! stream is joined with the buffer's stream before and after. This is the
+//! public way to order work on a container's memory; the event join itself
+//! is not public.
+//!
 //! # Simulated resources
 //! Over a resource whose [`is_simulated`](MemoryResource::is_simulated) is
 //! true (no GPU behind it) the buffer never calls the driver: sizes,
@@ -33,34 +43,7 @@ use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::pod::DevicePod;
 use crate::ptr::DevicePtr;
-use crate::stream::{CudaStreamView, StreamRef};
-
-/// Makes `waiter` wait (on the GPU, without blocking the host) for the work
-/// submitted to `producer` so far. A no-op when both are the same stream.
-///
-/// # Errors
-/// The driver's error from creating, recording or waiting on the event.
-///
-/// ```no_run
-/// use rmm::{buffer::stream_wait, CudaStream};
-/// let (a, b) = (CudaStream::new()?, CudaStream::new()?);
-/// stream_wait(b.view(), a.view())?; // b's later work runs after a's current work
-/// # Ok::<(), rmm::Error>(())
-/// ```
-pub fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> Result<()> {
-    if waiter == producer {
-        return Ok(());
-    }
-    let event = driver::event_create(false)?;
-    let r = driver::event_record(event, producer.as_raw())
-        .and_then(|()| driver::stream_wait_event(waiter.as_raw(), event));
-    // SAFETY: the event was created above; destroying it after the wait was
-    // enqueued is allowed (the driver releases it once it completes).
-    if let Err(e) = unsafe { driver::event_destroy(event) } {
-        log::error!("stream_wait: cuEventDestroy failed: {e}");
-    }
-    r
-}
+use crate::stream::{run_ordered, stream_wait, CudaStreamView, StreamRef};
 
 /// Largest value [`DeviceBuffer::write_value_async`] writes with memsets
 /// (at most 16 calls); larger ones take a synchronous copy.
@@ -274,13 +257,13 @@ impl DeviceBuffer {
     ) -> Result<Self> {
         if size > 0 {
             buf.check_range(0, size)?;
-            buf.check_real("from_device")?;
-            let _g = buf.guard()?;
-            buf.before_foreign_use(stream)?;
-            // SAFETY: the destination lies inside the buffer (checked above);
-            // the caller guarantees the source.
-            unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, stream.as_raw())? };
-            buf.after_foreign_use(stream)?;
+            buf.access("from_device", stream, |s| {
+                // SAFETY: the destination lies inside the buffer (checked
+                // above) and stays allocated until the copy has run (`access`
+                // joins the buffer's stream after `s`); the caller guarantees
+                // the source.
+                unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, s.as_raw()) }
+            })?;
         }
         Ok(buf)
     }
@@ -295,8 +278,11 @@ impl DeviceBuffer {
     /// to copy.
     pub fn try_clone_on<R: MemoryResource>(&self, stream: CudaStreamView, resource: R) -> Result<Self> {
         let resource = SharedResource::new(resource);
-        let _g = self.guard()?;
-        let copy = Self::with_alignment(self.size, self.alignment, stream, resource)?;
+        // The copy is made on this buffer's device.
+        let copy = {
+            let _g = self.guard()?;
+            Self::with_alignment(self.size, self.alignment, stream, resource)?
+        };
         if self.size == 0 {
             return Ok(copy);
         }
@@ -309,12 +295,13 @@ impl DeviceBuffer {
                 ))
             }
         }
-        self.before_foreign_use(stream)?;
-        // SAFETY: both ranges are live allocations of at least `size` bytes;
-        // the source outlives the copy because its stream waits for `stream`
-        // (after_foreign_use) before it can be freed.
-        unsafe { driver::memcpy_async(copy.ptr.addr(), self.ptr.addr(), self.size, stream.as_raw())? };
-        self.after_foreign_use(stream)?;
+        self.access("try_clone_on", stream, |s| {
+            // SAFETY: both ranges are live allocations of at least `size`
+            // bytes; the source outlives the copy because `access` makes its
+            // stream wait for `s` before it can be freed, and the copy is
+            // ordered on `s`, its own stream.
+            unsafe { driver::memcpy_async(copy.ptr.addr(), self.ptr.addr(), self.size, s.as_raw()) }
+        })?;
         Ok(copy)
     }
 
@@ -381,6 +368,137 @@ impl DeviceBuffer {
         }
         self.stream = StreamRef::from(stream);
         Ok(())
+    }
+
+    /// Runs `work`, which enqueues device work of yours on `stream` over this
+    /// buffer's memory (a kernel launched through [`crate::launch`], a raw
+    /// copy or memset), inside the protocol the buffer's own methods use:
+    ///
+    /// 1. a buffer over a simulated resource is refused before any driver
+    ///    call ([`Error::Logic`] naming `what`): there is no memory behind
+    ///    its address;
+    /// 2. the buffer's device is made current for the call ([`DeviceGuard`]),
+    ///    so `work` launches into the right context;
+    /// 3. `stream` waits (an event, when the two differ) for the work already
+    ///    queued on the buffer's stream, so `work` sees its writes;
+    /// 4. `work` runs with `stream` and enqueues;
+    /// 5. the buffer's stream waits for `stream`, so the buffer's later work,
+    ///    and its free, come after `work`'s. This step also runs when `work`
+    ///    fails part way.
+    ///
+    /// Use [`data`](Self::data) and [`size`](Self::size) for the address and
+    /// extent; a [`DeviceUvector`](crate::DeviceUvector) (and a
+    /// [`DeviceScalar`](crate::DeviceScalar) through its vector) reaches this
+    /// method through [`as_buffer`](crate::DeviceUvector::as_buffer). The buffer stays borrowed during the call, so it cannot be
+    /// resized or dropped while `work` enqueues, and step 5 keeps the memory
+    /// allocated until the enqueued work has run: what a launch inside
+    /// `work` still promises in its `unsafe` block is only what the kernel
+    /// itself does (parameter types, the range it touches, and, for writes,
+    /// that no other work uses the memory concurrently, e.g. because the
+    /// caller holds the buffer or its container by `&mut`).
+    ///
+    /// An empty buffer is not special: skip it before calling where zero
+    /// elements must not touch the driver.
+    ///
+    /// Thread safety: callable from any thread; the device switch is per
+    /// thread and undone before returning.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] for simulated memory; the driver's error when the
+    /// device cannot be made current or an event fails; `work`'s error.
+    ///
+    /// ```
+    /// use rmm::mr::SimulatedMemoryResource;
+    /// use rmm::{CudaStreamView, DeviceBuffer, Error};
+    /// // Runs without a GPU: simulated memory is refused before any driver call.
+    /// let sim = SimulatedMemoryResource::new(1 << 20);
+    /// let buf = DeviceBuffer::with_resource(64, CudaStreamView::DEFAULT, sim)?;
+    /// let e = buf.access("my_kernel", CudaStreamView::DEFAULT, |_| Ok(())).unwrap_err();
+    /// assert!(matches!(e, Error::Logic(m) if m.contains("my_kernel")));
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    ///
+    /// A kernel `scale(data: *mut f32, n: u64)` and a memset on a worker
+    /// stream, over a buffer that lives on another stream:
+    ///
+    /// ```no_run
+    /// use rmm::launch::{memset_async, Function};
+    /// use rmm::{CudaStream, DeviceBuffer};
+    /// # fn demo(scale: Function) -> rmm::Result<()> {
+    /// let (owner, worker) = (CudaStream::new()?, CudaStream::new()?);
+    /// let n = 1024usize;
+    /// let buf = DeviceBuffer::new(n * 4, owner.view())?;
+    /// buf.access("scale", worker.view(), |stream| {
+    ///     // SAFETY: the buffer's `n * 4` bytes are 4-byte aligned device
+    ///     // memory, kept allocated by `access` until the memset has run.
+    ///     unsafe { memset_async(buf.data(), 1.0f32.to_bits(), 4, n, stream)? };
+    ///     let (mut data, mut count) = (buf.data().addr(), n as u64);
+    ///     let mut params = [(&mut data as *mut u64).cast(), (&mut count as *mut u64).cast()];
+    ///     // SAFETY: the parameters match the kernel's `(*mut f32, u64)`; it
+    ///     // touches the `n` floats at `data`, ordered as above.
+    ///     unsafe { scale.launch((n.div_ceil(256) as u32, 1, 1), (256, 1, 1), 0, stream, &mut params) }
+    /// })?;
+    /// // Work on the buffer's own stream runs after the kernel.
+    /// let bytes = buf.to_host(owner.view())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn access<R>(
+        &self,
+        what: &str,
+        stream: CudaStreamView<'_>,
+        work: impl FnOnce(CudaStreamView<'_>) -> Result<R>,
+    ) -> Result<R> {
+        Self::access_all(what, &[self], stream, work)
+    }
+
+    /// [`access`](Self::access) for work over several buffers at once, such
+    /// as the two sides of a copy: every buffer is checked, their device is
+    /// made current once, `stream` waits for each buffer's stream before
+    /// `work` and each buffer's stream waits for `stream` after it (a stream
+    /// shared by several buffers is joined once). With no buffers `work`
+    /// just runs.
+    ///
+    /// # Errors
+    /// [`Error::Logic`] naming `what` when a buffer is simulated or the
+    /// buffers live on different devices (device work runs on one; copy
+    /// across devices with [`try_clone_on`](Self::try_clone_on) or
+    /// [`crate::peer`]); otherwise as [`access`](Self::access).
+    ///
+    /// ```no_run
+    /// use rmm::launch::memcpy_async;
+    /// use rmm::{CudaStream, DeviceBuffer};
+    /// let s = CudaStream::new()?;
+    /// let src = DeviceBuffer::from_host(&[7u8; 256], s.view(), rmm::mr::current_device_resource())?;
+    /// let mut dst = DeviceBuffer::new(256, s.view())?;
+    /// DeviceBuffer::access_all("copy", &[&dst, &src], s.view(), |stream| {
+    ///     // SAFETY: both buffers hold 256 bytes, are distinct, and stay
+    ///     // allocated until the copy has run (`access_all` joins their streams).
+    ///     unsafe { memcpy_async(dst.data(), src.data(), 256, stream) }
+    /// })?;
+    /// assert_eq!(dst.to_host(s.view())?, [7u8; 256]);
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn access_all<R>(
+        what: &str,
+        buffers: &[&DeviceBuffer],
+        stream: CudaStreamView<'_>,
+        work: impl FnOnce(CudaStreamView<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let Some(first) = buffers.first() else {
+            return work(stream);
+        };
+        for b in buffers {
+            b.check_real(what)?;
+        }
+        if let Some(other) = buffers.iter().find(|b| b.device != first.device) {
+            return Err(Error::Logic(format!(
+                "{what}: the buffers live on {} and {}; device work runs on one device \
+                 (copy across devices with DeviceBuffer::try_clone_on or rmm::peer)",
+                first.device, other.device
+            )));
+        }
+        let _g = DeviceGuard::new(first.device)?;
+        run_ordered(what, stream, buffers.iter().map(|b| b.stream()), work)
     }
 
     /// Sets the size to `new_size` bytes and the stream to `stream`. Within
@@ -529,7 +647,7 @@ impl DeviceBuffer {
         }
     }
 
-    pub(crate) fn check_real(&self, what: &str) -> Result<()> {
+    fn check_real(&self, what: &str) -> Result<()> {
         if self.is_simulated() {
             Err(Error::Logic(format!(
                 "{what}: simulated memory has no contents to read or write"
@@ -539,14 +657,39 @@ impl DeviceBuffer {
         }
     }
 
-    /// Work about to run on `stream` waits for the buffer's stream.
-    pub(crate) fn before_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
-        stream_wait(stream, self.stream.view())
-    }
-
-    /// The buffer's stream (where it is freed) waits for work on `stream`.
-    pub(crate) fn after_foreign_use(&self, stream: CudaStreamView) -> Result<()> {
-        stream_wait(self.stream.view(), stream)
+    /// Copies `bytes` bytes between byte `offset` of the buffer and host
+    /// address `host` (to the host when `to_host`) on `stream`, then
+    /// synchronises `stream`. The host-copy form of
+    /// [`access`](Self::access): checked, with the device current and
+    /// `stream` waiting for the buffer's stream, but synchronised instead of
+    /// joined back (host memory is involved, so the copy must be complete
+    /// before returning, which also orders it before any later free). Zero
+    /// bytes never call the driver.
+    ///
+    /// # Safety
+    /// `host` is valid for `bytes` writes (`to_host`) or reads.
+    unsafe fn host_copy(
+        &self,
+        offset: usize,
+        host: u64,
+        bytes: usize,
+        to_host: bool,
+        stream: CudaStreamView,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.check_range(offset, bytes)?;
+        self.check_real(if to_host { "copy to host" } else { "copy from host" })?;
+        let device = self.ptr.offset(offset).addr();
+        let (dst, src) = if to_host { (host, device) } else { (device, host) };
+        let _g = DeviceGuard::new(self.device)?;
+        stream_wait(stream, self.stream.view())?;
+        // SAFETY: the device side lies inside the allocation (checked above);
+        // the caller guarantees the host side; the stream is synchronised
+        // before return, so neither is used afterwards.
+        unsafe { driver::memcpy_async(dst, src, bytes, stream.as_raw())? };
+        stream.synchronize()
     }
 
     /// Copies `bytes` bytes at byte `offset` of the buffer to host `dst` on
@@ -561,17 +704,8 @@ impl DeviceBuffer {
         bytes: usize,
         stream: CudaStreamView,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        self.check_range(offset, bytes)?;
-        self.check_real("copy to host")?;
-        let _g = self.guard()?;
-        self.before_foreign_use(stream)?;
-        // SAFETY: the source lies inside the allocation (checked above); the
-        // caller guarantees `dst`; the stream is synchronised before return.
-        unsafe { driver::memcpy_async(dst as u64, self.ptr.offset(offset).addr(), bytes, stream.as_raw())? };
-        stream.synchronize()
+        // SAFETY: forwarded contract.
+        unsafe { self.host_copy(offset, dst as u64, bytes, true, stream) }
     }
 
     /// Copies `bytes` bytes from host `src` to byte `offset` of the buffer on
@@ -586,18 +720,8 @@ impl DeviceBuffer {
         bytes: usize,
         stream: CudaStreamView,
     ) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        self.check_range(offset, bytes)?;
-        self.check_real("copy from host")?;
-        let _g = self.guard()?;
-        self.before_foreign_use(stream)?;
-        // SAFETY: the destination lies inside the allocation (checked above);
-        // the caller guarantees `src`; the stream is synchronised before
-        // return, so `src` is not read afterwards.
-        unsafe { driver::memcpy_async(self.ptr.offset(offset).addr(), src as u64, bytes, stream.as_raw())? };
-        stream.synchronize()
+        // SAFETY: forwarded contract.
+        unsafe { self.host_copy(offset, src as u64, bytes, false, stream) }
     }
 
     /// `cuMemsetD{8,16,32}Async` of `count` elements of `width` bytes at byte
@@ -617,26 +741,17 @@ impl DeviceBuffer {
             return Ok(());
         }
         self.check_range(offset, bytes)?;
-        self.check_real("memset")?;
         if !self.ptr.offset(offset).is_aligned(width) {
             return Err(Error::InvalidArgument(format!(
                 "memset: offset {offset} is not aligned to {width} bytes"
             )));
         }
-        let _g = self.guard()?;
-        self.before_foreign_use(stream)?;
-        // SAFETY: the range lies inside the allocation (checked above), which
-        // outlives the memset because its stream waits for `stream` below.
-        unsafe {
-            driver::memset_async(
-                self.ptr.offset(offset).addr(),
-                value,
-                width,
-                count,
-                stream.as_raw(),
-            )?
-        };
-        self.after_foreign_use(stream)
+        self.access("memset", stream, |s| {
+            // SAFETY: the range lies inside the allocation (checked above),
+            // which outlives the memset because `access` makes its stream
+            // wait for `s`.
+            unsafe { driver::memset_async(self.ptr.offset(offset).addr(), value, width, count, s.as_raw()) }
+        })
     }
 
     /// Writes `value` to byte `offset` in `stream` order without blocking
@@ -663,19 +778,20 @@ impl DeviceBuffer {
             return unsafe { self.write_raw(offset, (&value as *const T).cast(), bytes, stream) };
         }
         self.check_range(offset, bytes)?;
-        self.check_real("set element")?;
-        let _g = self.guard()?;
-        self.before_foreign_use(stream)?;
         // SAFETY: `T: DevicePod` has no padding, so all its bytes are
         // initialised; the slice borrows `value` for this call only.
         let src = unsafe { std::slice::from_raw_parts((&value as *const T).cast::<u8>(), bytes) };
-        for run in memset_runs(self.ptr.offset(offset).addr(), src) {
-            // SAFETY: every run lies inside `offset..offset + bytes`, which is
-            // inside the allocation (checked above); the allocation outlives
-            // the memsets because its stream waits for `stream` below.
-            unsafe { driver::memset_async(run.dst, run.value, run.width, run.count, stream.as_raw())? };
-        }
-        self.after_foreign_use(stream)
+        let runs = memset_runs(self.ptr.offset(offset).addr(), src);
+        self.access("set element", stream, |s| {
+            for run in runs {
+                // SAFETY: every run lies inside `offset..offset + bytes`,
+                // which is inside the allocation (checked above); the
+                // allocation outlives the memsets because `access` makes its
+                // stream wait for `s`.
+                unsafe { driver::memset_async(run.dst, run.value, run.width, run.count, s.as_raw())? };
+            }
+            Ok(())
+        })
     }
 
     fn check_range(&self, offset: usize, bytes: usize) -> Result<()> {

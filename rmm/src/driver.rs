@@ -115,6 +115,7 @@ const ENTRY_POINTS: &[&str] = &[
     "cuMemFreeAsync",
     "cuMemPoolCreate",
     "cuMemPoolDestroy",
+    "cuMemPoolTrimTo",
     "cuMemPoolSetAttribute",
     "cuMemPoolGetAttribute",
     "cuMemGetAllocationGranularity",
@@ -470,6 +471,23 @@ pub fn mem_pool_create(device: i32, handle_types: u32) -> Result<usize> {
 pub unsafe fn mem_pool_destroy(pool: usize) -> Result<()> {
     ensure_context()?;
     call!(cuMemPoolDestroy(pool as cu::CUmemoryPool))
+}
+
+/// Releases a pool's unused memory down to `keep` bytes (`cuMemPoolTrimTo`).
+pub fn mem_pool_trim_to(pool: usize, keep: usize) -> Result<()> {
+    ensure_context()?;
+    call!(cuMemPoolTrimTo(pool as cu::CUmemoryPool, keep))
+}
+
+/// Sets an `int` pool attribute (the `CU_MEMPOOL_ATTR_REUSE_*` switches).
+pub fn mem_pool_set_i32(pool: usize, attr: cu::CUmemPool_attribute, value: i32) -> Result<()> {
+    ensure_context()?;
+    let mut v = value;
+    call!(cuMemPoolSetAttribute(
+        pool as cu::CUmemoryPool,
+        attr,
+        (&mut v as *mut i32).cast()
+    ))
 }
 
 /// Sets a 64-bit pool attribute such as the release threshold.

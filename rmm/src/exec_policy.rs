@@ -29,12 +29,11 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
-use crate::buffer::stream_wait;
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::span::{DeviceSpan, DeviceSpanMut, SpanInfo};
-use crate::stream::{CudaStreamView, StreamRef};
+use crate::stream::{run_ordered, CudaStreamView, StreamRef};
 
 /// Bytes for `n` elements of `T`, or an error naming the overflow.
 fn bytes_for<T>(n: usize, what: &str) -> Result<usize> {
@@ -112,7 +111,11 @@ impl ExecPolicy {
     ///    This step runs even when `launch` fails part way.
     ///
     /// Spans without a stream (made by `from_raw_parts`) are ordered by their
-    /// maker. Device algorithms (`rmm-suite`) go through this function.
+    /// maker. Device algorithms (`rmm-suite`) go through this function. The
+    /// current device is left as it is (a span does not record its device);
+    /// for work on whole containers, with their device made current, see
+    /// [`DeviceBuffer::access`](crate::DeviceBuffer::access), which shares
+    /// steps 2 to 4.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming `what` for simulated memory; the
@@ -145,26 +148,12 @@ impl ExecPolicy {
                 "{what}: the policy's resource is simulated; kernels cannot use its scratch memory"
             )));
         }
-        let policy = self.stream.view();
-        let mut owners: Vec<CudaStreamView<'_>> = Vec::new();
-        for s in spans.iter().filter_map(|s| s.stream) {
-            if s != policy && !owners.contains(&s) {
-                owners.push(s);
-            }
-        }
-        for &owner in &owners {
-            stream_wait(policy, owner)?;
-        }
-        let result = launch(policy);
-        let mut joined = Ok(());
-        for &owner in &owners {
-            if let Err(e) = stream_wait(owner, policy) {
-                log::error!("{what}: {owner:?} could not wait for the kernels on {policy:?}: {e}");
-                joined = joined.and(Err(e));
-            }
-        }
-        let value = result?;
-        joined.map(|()| value)
+        run_ordered(
+            what,
+            self.stream.view(),
+            spans.iter().filter_map(|s| s.stream),
+            launch,
+        )
     }
 
     /// The resource temporaries come from.

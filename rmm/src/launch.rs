@@ -7,6 +7,14 @@
 //! stream), and every call that touches memory through a raw address is
 //! `unsafe` with a `# Safety` contract.
 //!
+//! Work on the memory of a container goes inside
+//! [`DeviceBuffer::access`](crate::DeviceBuffer::access) (or
+//! [`access_all`](crate::DeviceBuffer::access_all) for several buffers),
+//! which refuses simulated memory, makes the buffer's device current and
+//! orders the work with the buffer's stream both ways, so the memory stays
+//! allocated until the work has run; work on spans goes inside
+//! [`ExecPolicy::launch_ordered`](crate::exec_policy::ExecPolicy::launch_ordered).
+//!
 //! The driver layer itself cannot be named from outside:
 //!
 //! ```compile_fail

@@ -18,6 +18,7 @@
 //! | Streams: shared owner, borrowed view, owned reference, pool | [`CudaStream`], [`CudaStreamView`], [`StreamRef`], [`CudaStreamPool`] |
 //! | Devices | [`device`] |
 //! | Kernel modules, launches, timing events, raw copies (the driver layer is private) | [`launch`] |
+//! | Your own device work on a container's memory, ordered with its stream | [`DeviceBuffer::access`], [`DeviceBuffer::access_all`]; spans: [`exec_policy::ExecPolicy::launch_ordered`] |
 //! | Addresses | [`DevicePtr`] |
 //! | Errors | [`Error`], [`Result`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |

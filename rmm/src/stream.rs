@@ -415,6 +415,78 @@ impl From<Stream> for CudaStream {
     }
 }
 
+/// Makes `waiter` wait (on the GPU, without blocking the host) for the work
+/// submitted to `producer` so far. A no-op when both are the same stream.
+///
+/// Crate-private: outside `rmm`, device work on a container's memory is
+/// ordered through [`DeviceBuffer::access`](crate::DeviceBuffer::access) or
+/// [`ExecPolicy::launch_ordered`](crate::exec_policy::ExecPolicy::launch_ordered),
+/// which join both ways around the work.
+///
+/// # Errors
+/// The driver's error from creating, recording or waiting on the event.
+pub(crate) fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> Result<()> {
+    if waiter == producer {
+        return Ok(());
+    }
+    let event = driver::event_create(false)?;
+    let r = driver::event_record(event, producer.as_raw())
+        .and_then(|()| driver::stream_wait_event(waiter.as_raw(), event));
+    // SAFETY: the event was created above; destroying it after the wait was
+    // enqueued is allowed (the driver releases it once it completes).
+    if let Err(e) = unsafe { driver::event_destroy(event) } {
+        log::error!("stream_wait: cuEventDestroy failed: {e}");
+    }
+    r
+}
+
+/// Runs `work`, which enqueues device work on `stream`, ordered with the
+/// streams of the memory it uses (`owners`, the streams where that memory is
+/// written and will be freed):
+///
+/// 1. `stream` waits for the work already queued on each owner (an event
+///    per owner that differs from `stream`; repeated owners count once), so
+///    `work` sees the owners' writes;
+/// 2. `work` runs;
+/// 3. each owner waits for `stream`, so the owner's later work, and the free
+///    of its memory, comes after `work`'s. This runs even when `work` fails
+///    part way (it may have enqueued something before failing); a failed
+///    join is logged and returned unless `work`'s own error comes first.
+///
+/// The one home of the join protocol behind
+/// [`DeviceBuffer::access`](crate::DeviceBuffer::access) and
+/// [`ExecPolicy::launch_ordered`](crate::exec_policy::ExecPolicy::launch_ordered).
+///
+/// # Errors
+/// The driver's event error from step 1 (then `work` does not run);
+/// `work`'s error; the driver's event error from step 3.
+pub(crate) fn run_ordered<'s, R>(
+    what: &str,
+    stream: CudaStreamView<'s>,
+    owners: impl IntoIterator<Item = CudaStreamView<'s>>,
+    work: impl FnOnce(CudaStreamView<'s>) -> Result<R>,
+) -> Result<R> {
+    let mut distinct: Vec<CudaStreamView<'s>> = Vec::new();
+    for owner in owners {
+        if owner != stream && !distinct.contains(&owner) {
+            distinct.push(owner);
+        }
+    }
+    for &owner in &distinct {
+        stream_wait(stream, owner)?;
+    }
+    let result = work(stream);
+    let mut joined = Ok(());
+    for &owner in &distinct {
+        if let Err(e) = stream_wait(owner, stream) {
+            log::error!("{what}: {owner:?} could not wait for the work on {stream:?}: {e}");
+            joined = joined.and(Err(e));
+        }
+    }
+    let value = result?;
+    joined.map(|()| value)
+}
+
 /// A fixed ring of streams handed out round robin (`rmm::cuda_stream_pool`).
 ///
 /// ```no_run
@@ -486,5 +558,37 @@ mod tests {
         let fake = unsafe { CudaStreamView::from_raw(0x1230) };
         assert_eq!(StreamRef::from(fake).view(), fake);
         assert_eq!(format!("{:?}", StreamRef::from(fake)), "CudaStreamView(0x1230)");
+    }
+
+    #[test]
+    fn run_ordered_joins_only_other_streams_and_passes_errors_on() {
+        // SAFETY: compared only: with no other stream no event is made.
+        let s = unsafe { CudaStreamView::from_raw(0x4560) };
+        let mut ran = false;
+        let seen = run_ordered("t", s, [s, s], |w| {
+            ran = true;
+            Ok(w.as_raw())
+        })
+        .unwrap();
+        assert!(ran);
+        assert_eq!(seen, 0x4560);
+        let e = run_ordered("t", s, std::iter::empty(), |_| {
+            Err::<(), _>(Error::Logic("boom".into()))
+        })
+        .unwrap_err();
+        assert!(matches!(&e, Error::Logic(m) if m == "boom"), "{e:?}");
+        if !crate::device::is_available() {
+            // Without a usable driver the join to another stream fails, and
+            // the work never runs.
+            // SAFETY: the driver refuses before using the handle.
+            let other = unsafe { CudaStreamView::from_raw(0x4570) };
+            let mut ran = false;
+            let e = run_ordered("t", s, [other], |_| {
+                ran = true;
+                Ok(())
+            })
+            .unwrap_err();
+            assert!(!ran, "{e}");
+        }
     }
 }

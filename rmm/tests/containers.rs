@@ -440,6 +440,55 @@ fn gpu_uvector_foreign_streams_are_ordered() {
     }
 }
 
+/// Work of the caller's own inside `access` / `access_all`, on a stream
+/// other than the buffers': it sees their earlier writes, their later work
+/// sees its writes, and a buffer dropped right after is freed only after it.
+#[test]
+fn gpu_access_orders_own_work_with_the_buffers_streams() {
+    rmm::require_gpu!();
+    let owner = CudaStream::non_blocking().unwrap();
+    let worker = CudaStream::non_blocking().unwrap();
+    let n = 16 << 20;
+    for (name, mr) in gpu_resources() {
+        let src = DeviceBuffer::from_host(&pattern(n, 7), owner.view(), mr.clone()).unwrap();
+        src.access("memset", worker.view(), |s| {
+            // SAFETY: the buffer's `n` bytes are live; `access` keeps them
+            // allocated until the memset has run.
+            unsafe { rmm::launch::memset_async(src.data(), 0x5A, 1, n, s) }
+        })
+        .unwrap();
+        let mut dst = DeviceBuffer::with_resource(n, owner.view(), mr.clone()).unwrap();
+        dst.copy_from_host(&pattern(n, 8), owner.view()).unwrap();
+        DeviceBuffer::access_all("copy", &[&dst, &src], worker.view(), |s| {
+            // SAFETY: both buffers hold `n` bytes and are distinct; `access_all`
+            // keeps them allocated until the copy has run.
+            unsafe { rmm::launch::memcpy_async(dst.data(), src.data(), n, s) }
+        })
+        .unwrap();
+        drop(src); // freed on `owner`, which waits for the copy on `worker`
+        let host = dst.to_host(owner.view()).unwrap();
+        assert!(
+            host.iter().all(|&b| b == 0x5A),
+            "{name}: the copy missed the memset"
+        );
+    }
+    if device_count() >= 2 {
+        let s0 = CudaStream::new().unwrap();
+        let a = DeviceBuffer::with_resource(64, s0.view(), CudaMemoryResource::new()).unwrap();
+        let before = current_device().unwrap();
+        let b = {
+            let _g = DeviceGuard::new(DeviceId(if before == DeviceId(0) { 1 } else { 0 })).unwrap();
+            DeviceBuffer::with_resource(64, CudaStreamView::DEFAULT, CudaMemoryResource::new()).unwrap()
+        };
+        let e = DeviceBuffer::access_all("copy", &[&a, &b], s0.view(), |_| Ok(()));
+        assert!(
+            matches!(&e, Err(Error::Logic(m)) if m.contains("try_clone_on")),
+            "{e:?}"
+        );
+        assert_eq!(current_device().unwrap(), before);
+    }
+}
+
 #[test]
 fn gpu_uvector_resize_reserve_shrink_release() {
     rmm::require_gpu!();
@@ -778,6 +827,37 @@ fn cpu_buffer_contents_need_real_memory() {
     b.set_stream(fake_stream(3)).unwrap();
     assert_eq!(b.stream(), fake_stream(3));
     drop((b, c, e0, d));
+    assert_eq!((sim.live_allocations(), sim.bad_frees()), (0, 0));
+}
+
+#[test]
+fn cpu_access_refuses_simulated_memory_before_the_driver() {
+    let sim = SimulatedMemoryResource::new(1 << 20);
+    let s = fake_stream(0);
+    let a = DeviceBuffer::with_resource(64, s, sim.clone()).unwrap();
+    let b = DeviceBuffer::with_resource(64, fake_stream(1), sim.clone()).unwrap();
+    let mut ran = false;
+    let e = a.access("my_kernel", fake_stream(2), |_| {
+        ran = true;
+        Ok(())
+    });
+    assert!(
+        matches!(&e, Err(Error::Logic(m)) if m.contains("my_kernel") && m.contains("simulated")),
+        "{e:?}"
+    );
+    let e = DeviceBuffer::access_all("my_copy", &[&a, &b], fake_stream(2), |_| {
+        ran = true;
+        Ok(())
+    });
+    assert!(
+        matches!(&e, Err(Error::Logic(m)) if m.contains("my_copy")),
+        "{e:?}"
+    );
+    assert!(!ran, "the work ran on simulated memory");
+    // No buffers: nothing to order, the work runs on the given stream.
+    let seen = DeviceBuffer::access_all("none", &[], fake_stream(3), |w| Ok(w.as_raw())).unwrap();
+    assert_eq!(seen, fake_stream(3).as_raw());
+    drop((a, b));
     assert_eq!((sim.live_allocations(), sim.bad_frees()), (0, 0));
 }
 

@@ -262,6 +262,46 @@ fn cuda_async_options_and_views() {
 }
 
 #[test]
+fn cuda_async_pools_are_recycled_with_default_settings() {
+    rmm::require_gpu!();
+    // The only other test here that makes POSIX-fd pools holds this lock too.
+    let _serial = pool_trim_lock();
+    let posix = CudaAsyncOptions::default().export_handle_type(ExportHandleType::PosixFileDescriptor);
+    let first = match CudaAsyncMemoryResource::with_options(posix.release_threshold(1 << 30)) {
+        Ok(mr) => mr,
+        Err(e) => {
+            assert!(matches!(e, Error::Logic(_)), "{e}");
+            eprintln!("cuda_async_pools_are_recycled_with_default_settings: no POSIX-fd pools here ({e})");
+            return;
+        }
+    };
+    let handle = first.pool_handle();
+    let s = CudaStream::new().unwrap();
+    let p = first.allocate(32 << 20, 256, s.view()).unwrap();
+    // SAFETY: p came from `first` with these arguments and is unused.
+    unsafe { first.deallocate(p, 32 << 20, 256, s.view()) };
+    s.synchronize().unwrap();
+    assert!(
+        first.reserved_bytes().unwrap() >= 32 << 20,
+        "a 1 GiB threshold keeps the freed block"
+    );
+    drop(first);
+    let second = CudaAsyncMemoryResource::with_options(posix).unwrap();
+    assert_eq!(second.pool_handle(), handle, "the pool was recycled");
+    assert_eq!(
+        second.release_threshold().unwrap(),
+        u64::MAX,
+        "the new owner's threshold"
+    );
+    assert_eq!(
+        second.reserved_bytes().unwrap(),
+        0,
+        "the first owner's memory went back to the driver"
+    );
+    common::mixed_random(&second, 200, 1 << 20, 13);
+}
+
+#[test]
 fn host_accessible_resources_are_writable_from_the_host() {
     rmm::require_gpu!();
     for mr in [

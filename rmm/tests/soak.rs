@@ -38,6 +38,13 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// Every resource and adaptor of one device, by name.
+///
+/// Built here rather than through `rmm::mr::by_name`: that factory has no
+/// names for the aligned, failure-callback, limiting, logging and prefetch
+/// adaptors or for a view of a driver pool, and it builds a fresh upstream
+/// per name (sub-allocators over `cuda`), while this list deliberately
+/// stacks several adaptors over one shared pool and several resources over
+/// one `cuda_async` pool, so that they contend for the same state.
 fn resources_of(device: DeviceId, log_dir: &std::path::Path) -> Vec<(&'static str, SharedResource)> {
     set_current_device(device).expect("device");
     let cuda_async = CudaAsyncMemoryResource::new().expect("cuda_async");

@@ -4,7 +4,12 @@
 
 use std::process::Command;
 
-const FIXTURE: &str = include_str!("data/rmm_log.csv");
+/// The log in RMM's format that `rmm`'s replay tests use: one fixture, kept
+/// with the library (embedded, so the test binary runs anywhere).
+const FIXTURE: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../rmm/tests/data/rmm_log.csv"
+));
 
 /// The `rmm-replay` binary: where cargo built it, or next to this test
 /// binary's directory when the binaries were moved together.

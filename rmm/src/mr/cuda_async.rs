@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
+use super::detail::driver_pools;
 use super::{check_base_alignment, MemoryResource};
-use crate::buffer::stream_wait;
 use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
-use crate::stream::CudaStreamView;
+use crate::stream::{stream_wait, CudaStreamView};
 
 /// Which shareable handle the driver pool's memory can be exported as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,23 +76,23 @@ impl CudaAsyncOptions {
 struct OwnedPool {
     pool: usize,
     device: DeviceId,
+    handle_types: u32,
 }
 
 impl Drop for OwnedPool {
     fn drop(&mut self) {
-        let _guard = DeviceGuard::new(self.device);
-        // SAFETY: the pool was created by this object and every handle to it
-        // (the resource's clones) is gone.
-        if let Err(e) = unsafe { driver::mem_pool_destroy(self.pool) } {
-            log::error!("CudaAsyncMemoryResource: cuMemPoolDestroy failed: {e}");
-        }
+        // Recycled, not destroyed: see `detail::driver_pools`.
+        driver_pools::give_back(self.device, self.handle_types, self.pool);
     }
 }
 
 /// Stream-ordered device memory from a driver pool that this resource creates
 /// and owns (`cuMemPoolCreate`, `cuMemAllocFromPoolAsync`, `cuMemFreeAsync`).
 ///
-/// Clones share the pool; the pool is destroyed with the last clone. The
+/// Clones share the pool. When the last clone goes, the pool's unused memory
+/// returns to the driver and the pool is kept for the next resource of the
+/// same device (the driver deadlocks when threads create and destroy pools
+/// around legacy-stream work; `repro/README.md`). The
 /// resource belongs to the device current at construction: using it while
 /// another device is current is reported as [`Error::Logic`].
 ///
@@ -128,13 +128,18 @@ impl CudaAsyncMemoryResource {
         if !driver::supports_memory_pools(device.0)? {
             return Err(Error::Logic(format!("{device} does not support cuMemAllocAsync")));
         }
-        let pool = driver::mem_pool_create(device.0, options.export_handle_type.bits()).map_err(|e| {
+        let handle_types = options.export_handle_type.bits();
+        let pool = driver_pools::take(device, handle_types).map_err(|e| {
             Error::Logic(format!(
                 "cannot create a driver pool with export handle {:?}: {e}",
                 options.export_handle_type
             ))
         })?;
-        let owned = Arc::new(OwnedPool { pool, device });
+        let owned = Arc::new(OwnedPool {
+            pool,
+            device,
+            handle_types,
+        });
         let threshold = options.release_threshold.unwrap_or(u64::MAX);
         driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold)?;
         let mr = CudaAsyncMemoryResource { owned };

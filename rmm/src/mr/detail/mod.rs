@@ -2,7 +2,8 @@
 //! shared by the pool, fixed-size and virtual pool resources and the shell
 //! around it (shared state, `MemoryResource` forwarding), the free lists
 //! and live-allocation records they keep, the arena resource's book, and
-//! small helpers (alignment checks, device binding).
+//! small helpers (alignment checks, device binding), and the recycling of
+//! driver pools.
 //!
 //! Only [`free_list`] and the alignment checks are public, re-exported by
 //! [`crate::mr`] at their old paths.
@@ -10,6 +11,7 @@
 pub(crate) mod alignment;
 pub(crate) mod arena_book;
 mod device;
+pub(crate) mod driver_pools;
 pub mod free_list;
 pub(crate) mod live_set;
 pub(crate) mod shell;

@@ -1,0 +1,116 @@
+//! Driver memory pools are made once and recycled, never destroyed while the
+//! process runs.
+//!
+//! Why: the CUDA driver (580.159.04 on H200, `repro/README.md`) deadlocks when
+//! several threads create and destroy driver pools around work on the legacy
+//! default stream (mixes `W`, `N` and `F` of `repro/driver_stall.c`: every
+//! thread ends in `cuStreamSynchronize` or `cuMemFreeAsync` waiting for the
+//! driver's own locks), while the same calls over pools that stay alive
+//! (mixes `f`, `g`, and `r`, which recycles pools as this module does) run
+//! without a stall. A [`CudaAsyncMemoryResource`](crate::mr::CudaAsyncMemoryResource)
+//! is a cheap object that programs and tests make and drop freely, so its
+//! pool outlives it here: when the last clone goes, the pool's unused memory
+//! is given back to the driver (`cuMemPoolTrimTo(pool, 0)`), its settings
+//! are reset to the driver's defaults, and it waits in a process-wide list
+//! for the next resource of the same device and export handle type.
+//!
+//! The list holds at most as many pools as were ever alive at once. A pool
+//! is trimmed when it is given back and again when it is taken, so memory
+//! whose free was still in flight at the first trim is returned by the
+//! second; between owners a pool holds at most that memory.
+//!
+//! Lock: `IDLE` is a leaf, held only to push or pop one entry; no driver call
+//! is made under it.
+
+use std::sync::Mutex;
+
+use crate::device::{DeviceGuard, DeviceId};
+use crate::driver::{self, PoolAttribute};
+use crate::error::Result;
+
+/// A pool waiting for its next owner.
+struct IdlePool {
+    device: DeviceId,
+    handle_types: u32,
+    pool: usize,
+}
+
+static IDLE: Mutex<Vec<IdlePool>> = Mutex::new(Vec::new());
+
+/// A pool of `device` whose memory can be exported as `handle_types`: a
+/// recycled one if one waits, otherwise a new one (`cuMemPoolCreate`).
+///
+/// # Errors
+/// The driver's error when a new pool cannot be made.
+pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<usize> {
+    let recycled = {
+        let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+        idle.iter()
+            .rposition(|p| p.device == device && p.handle_types == handle_types)
+            .map(|i| idle.swap_remove(i).pool)
+    };
+    match recycled {
+        Some(pool) => {
+            let _guard = DeviceGuard::new(device)?;
+            driver::mem_pool_trim_to(pool, 0)?;
+            Ok(pool)
+        }
+        None => driver::mem_pool_create(device.0, handle_types),
+    }
+}
+
+/// Takes back a pool whose last owner is gone. Never panics; a pool that
+/// cannot be reset is logged and destroyed instead.
+pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
+    if destroy_instead() {
+        destroy(device, pool);
+        return;
+    }
+    let reset = (|| -> Result<()> {
+        let _guard = DeviceGuard::new(device)?;
+        driver::mem_pool_trim_to(pool, 0)?;
+        // The driver's defaults, so that the next owner starts from a pool
+        // that behaves like a new one.
+        for attr in [
+            PoolAttribute::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            PoolAttribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            PoolAttribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+        ] {
+            driver::mem_pool_set_i32(pool, attr, 1)?;
+        }
+        driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 0)?;
+        for attr in [
+            PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+            PoolAttribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+        ] {
+            driver::mem_pool_set_u64(pool, attr, 0)?;
+        }
+        Ok(())
+    })();
+    match reset {
+        Ok(()) => IDLE.lock().unwrap_or_else(|e| e.into_inner()).push(IdlePool {
+            device,
+            handle_types,
+            pool,
+        }),
+        Err(e) => {
+            log::error!("driver pool {pool:#x} of {device} cannot be reset ({e}); destroying it");
+            destroy(device, pool);
+        }
+    }
+}
+
+/// `RMM_DESTROY_POOLS=1`: destroy pools as before the fix (to reproduce the
+/// driver deadlock; `repro/README.md`).
+fn destroy_instead() -> bool {
+    static DESTROY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DESTROY.get_or_init(|| matches!(std::env::var("RMM_DESTROY_POOLS").as_deref(), Ok("1")))
+}
+
+fn destroy(device: DeviceId, pool: usize) {
+    let _guard = DeviceGuard::new(device);
+    // SAFETY: the pool's last owner is gone, and it is not in `IDLE`.
+    if let Err(e) = unsafe { driver::mem_pool_destroy(pool) } {
+        log::error!("driver pool {pool:#x} of {device}: cuMemPoolDestroy failed: {e}");
+    }
+}
