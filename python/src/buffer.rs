@@ -9,8 +9,7 @@ use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyTuple};
 
-use rmm::buffer::stream_wait;
-use rmm::device::{DeviceGuard, DeviceId};
+use rmm::device::DeviceId;
 use rmm::mr::{MemoryResource, SharedResource};
 use rmm::{CudaStreamView, DevicePtr};
 
@@ -74,11 +73,13 @@ unsafe fn copy_sync(
     if n == 0 {
         return Ok(());
     }
-    let _g = DeviceGuard::new(buf.device())?;
-    stream_wait(stream, buf.stream())?;
-    // SAFETY: forwarded contract; the synchronisation below ends the copy
-    // before either range can be freed.
-    unsafe { rmm::launch::memcpy_async(DevicePtr::new(dst), DevicePtr::new(src), n, stream)? };
+    // `access` makes the buffer's device current and joins `stream` with
+    // the buffer's stream on both sides of the copy.
+    buf.access("DeviceBuffer copy", stream, |s| {
+        // SAFETY: forwarded contract; the synchronisation below ends the
+        // copy before either range can be freed.
+        unsafe { rmm::launch::memcpy_async(DevicePtr::new(dst), DevicePtr::new(src), n, s) }
+    })?;
     stream.synchronize()
 }
 
@@ -554,13 +555,15 @@ impl PyDeviceBuffer {
         self.check_real("copy_from_device")?;
         let view = stream.get().view();
         if let Some(s) = src_stream.filter(|&s| s != view.as_raw()) {
+            // The producer's pending work on the source comes first (the
+            // CUDA Array Interface's `stream`): wait for it on the host, as
+            // the copy itself is synchronous anyway.
             #[allow(unsafe_code)]
             // SAFETY: the producer's stream, named by its array interface
             // (or the source DeviceBuffer, which the caller's reference keeps
             // alive), is live while the producer's array is.
             let producer = unsafe { CudaStreamView::from_raw(s) };
-            let _g = DeviceGuard::new(self.buf.device()).py_err()?;
-            stream_wait(view, producer).py_err()?;
+            py.detach(|| producer.synchronize()).py_err()?;
         }
         let buf = &self.buf;
         #[allow(unsafe_code)]
