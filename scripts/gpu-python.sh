@@ -102,6 +102,15 @@ make_venv() {
   fi
   rm -rf "$VENV"
   "$PY" -m venv --system-site-packages "$VENV" || return 1
+  # --system-site-packages only reaches the base interpreter's packages; the
+  # image's CuPy/PyTorch may live elsewhere (a venv of its own, the user
+  # site). Append every site directory the image's python sees, after the
+  # venv's own (so the wheel installed here comes first).
+  local purelib
+  purelib=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  "$PY" -c 'import sys; print("\n".join(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))))' \
+    >"$purelib/zz_image_site_packages.pth"
+  echo "image site directories added: $(tr '\n' ' ' <"$purelib/zz_image_site_packages.pth")"
   if ! "$VENV/bin/python" -m pip install --no-index --no-deps --force-reinstall "$wheel"; then
     # An older glibc than the manylinux tag says: try the plain linux tag
     # (the import then says which symbol is missing, if one is).

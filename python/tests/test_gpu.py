@@ -135,7 +135,17 @@ def test_out_of_memory_on_the_gpu():
     pool = mr.PoolMemoryResource(mr.CudaMemoryResource(), initial_pool_size="64MiB", maximum_pool_size="128MiB")
     with pytest.raises(MemoryError, match="out_of_memory"):
         rmm.DeviceBuffer(size="256MiB", mr=pool)
-    rmm.DeviceBuffer(size="100MiB", mr=pool)
+    # As RMM's pool: growth never passes the maximum (64 MiB held, 64 MiB of
+    # room: a second 60 MiB grows the pool, a third does not fit).
+    first = rmm.DeviceBuffer(size="60MiB", mr=pool)
+    second = rmm.DeviceBuffer(size="60MiB", mr=pool)
+    assert 120 << 20 <= pool.pool_size() <= 128 << 20
+    with pytest.raises(MemoryError, match="out_of_memory"):
+        rmm.DeviceBuffer(size="60MiB", mr=pool)
+    del first
+    third = rmm.DeviceBuffer(size="60MiB", mr=pool)  # the freed block serves it
+    assert pool.pool_size() <= 128 << 20
+    del second, third
 
 
 def _resources():
@@ -191,7 +201,7 @@ def test_each_resource(name):
     mr.set_current_device_resource(res)
     c = rmm.DeviceBuffer.to_device(b"abc" * 1000)
     assert c.tobytes() == b"abc" * 1000
-    del bufs, c
+    del bufs, c, b  # `b` still names the last buffer of the loop
     gc.collect()
     if isinstance(res, mr.StatisticsResourceAdaptor):
         counts = res.allocation_counts
