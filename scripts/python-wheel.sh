@@ -34,9 +34,11 @@ if ! "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
     "$py" -m pip install --quiet --user virtualenv && "$py" -m virtualenv --quiet "$venv"
   fi
 fi
-if ! "$venv/bin/python" -c 'import maturin, pytest' >/dev/null 2>&1; then
-  echo "python-wheel: pip install maturin pytest"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'maturin>=1.9.4,<2' pytest
+# numpy: the tests of the array paths (copy_to_host's default target, the
+# CUDA array interface's host side) run on the CPU too.
+if ! "$venv/bin/python" -c 'import maturin, pytest, numpy' >/dev/null 2>&1; then
+  echo "python-wheel: pip install maturin pytest numpy"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'maturin>=1.9.4,<2' pytest numpy
 fi
 rm -f target/wheels/rmm_rs-*.whl
 (cd python && "../$venv/bin/maturin" build --release --strip -o ../target/wheels -j "${CARGO_BUILD_JOBS:-2}")

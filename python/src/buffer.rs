@@ -479,7 +479,8 @@ impl PyDeviceBuffer {
         let target = match ary {
             Some(a) if !a.is_none() => a.clone(),
             _ => match py.import("numpy") {
-                Ok(np) => np.call_method1("empty", ((n,),))?.into_any(),
+                // Bytes, as RMM returns (numpy's default dtype is float64).
+                Ok(np) => np.call_method1("empty", ((n,), "uint8"))?.into_any(),
                 Err(_) => PyByteArray::new(py, &vec![0u8; n]).into_any(),
             },
         };

@@ -278,6 +278,15 @@ def test_simulated_buffers_have_no_contents(sim):
     b.prefetch()  # nothing to do for simulated memory
 
 
+def test_copy_to_host_default_target_is_bytes(sim):
+    # RMM returns a uint8 NumPy array (numpy.empty's default dtype is float64;
+    # the GPU run caught that). A zero-size buffer needs no contents.
+    np = pytest.importorskip("numpy")
+    arr = rmm.DeviceBuffer(size=0, mr=sim).copy_to_host()
+    assert isinstance(arr, np.ndarray)
+    assert arr.dtype == np.uint8 and arr.shape == (0,)
+
+
 def test_buffer_uses_the_current_resource(sim):
     mr.set_current_device_resource(sim)
     assert mr.get_current_device_resource() is sim

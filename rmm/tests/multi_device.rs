@@ -201,33 +201,37 @@ fn eight_threads_over_both_devices_pools_and_arenas() {
 fn sub_allocators_over_cuda_record_their_device() {
     use rmm::mr::{
         ArenaMemoryResource, ArenaOptions, BinningMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
-        PoolMemoryResource, PoolOptions,
+        PoolMemoryResource, PoolOptions, StatisticsAdaptor,
     };
     let _l = lock();
     rmm::require_gpus!(2);
-    let (pool, arena, fixed, binning, free_before) = {
+    // Every upstream block goes through one statistics adaptor, so "the
+    // memory went back" is checked exactly (free device memory also moves
+    // with other processes on the GPU).
+    let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
+    let (pool, arena, fixed, binning) = {
         let _g = DeviceGuard::new(DeviceId(0)).unwrap();
-        let free_before = device::available_device_memory().unwrap().0;
         let pool = PoolMemoryResource::new(
-            CudaMemoryResource::new(),
+            upstream.clone(),
             PoolOptions::default().initial_pool_size(64 << 20),
         )
         .unwrap();
-        let arena = ArenaMemoryResource::new(
-            CudaMemoryResource::new(),
-            ArenaOptions::default().arena_size(64 << 20),
-        )
-        .unwrap();
+        let arena =
+            ArenaMemoryResource::new(upstream.clone(), ArenaOptions::default().arena_size(64 << 20)).unwrap();
         let fixed = FixedSizeMemoryResource::new(
-            CudaMemoryResource::new(),
+            upstream.clone(),
             FixedSizeOptions::default()
                 .block_size(1 << 20)
                 .blocks_to_preallocate(2),
         )
         .unwrap();
-        let binning = BinningMemoryResource::with_fixed_bins(CudaMemoryResource::new(), 18, 20).unwrap();
-        (pool, arena, fixed, binning, free_before)
+        let binning = BinningMemoryResource::with_fixed_bins(upstream.clone(), 18, 20).unwrap();
+        (pool, arena, fixed, binning)
     };
+    assert!(
+        upstream.bytes_counter().value >= 64 << 20,
+        "the pool holds its initial block"
+    );
     assert_eq!(pool.device(), Some(DeviceId(0)));
     assert_eq!(arena.device(), Some(DeviceId(0)));
     assert_eq!(fixed.device(), Some(DeviceId(0)));
@@ -280,10 +284,13 @@ fn sub_allocators_over_cuda_record_their_device() {
     // stays current.
     drop((pool, arena, fixed, binning));
     assert_eq!(device::current_device().unwrap(), DeviceId(1));
-    let _g0 = DeviceGuard::new(DeviceId(0)).unwrap();
-    let free_after = device::available_device_memory().unwrap().0;
-    assert!(
-        free_after + (8 << 20) >= free_before,
-        "device 0 got its memory back: {free_before} before, {free_after} after"
+    assert_eq!(
+        (
+            upstream.bytes_counter().value,
+            upstream.allocations_counter().value
+        ),
+        (0, 0),
+        "every upstream block went back"
     );
+    assert_eq!(upstream.bad_frees(), 0);
 }
