@@ -178,13 +178,29 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
             r,
         );
     }
-    let streams8 = Streams::new(gpu, 8);
+    let (secs, total) = threads(mr, gpu, 8);
+    row(name, "threads8", "n=20000 max=1MiB", secs, total);
+    // The thread-scaling rows (WORKLOADS.md `threads`), every resource but
+    // `cuda`, whose cuMemAlloc/cuMemFree would take minutes at 32 threads.
+    if name != "cuda" {
+        for t in [1usize, 2, 4, 16, 32] {
+            let (secs, total) = threads(mr, gpu, t);
+            row(name, "threads", &format!("t={t} n=20000 max=1MiB"), secs, total);
+        }
+    }
+}
+
+/// `t` threads share `mr`, thread `i` on its own stream running `random`
+/// (n=20000, max=1 MiB, max_usage=1000 MiB, seed 1000+i); the clock runs
+/// until every thread joined and every stream is synchronised.
+fn threads(mr: &dyn MemoryResource, gpu: bool, t: usize) -> (f64, Outcome) {
+    let streams = Streams::new(gpu, t);
     let t0 = Instant::now();
     let total = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..8)
-            .map(|t| {
-                let st = streams8.get(t);
-                scope.spawn(move || random_allocations(mr, st, 20_000, MIB, 1000 * MIB, 1000 + t as u64))
+        let handles: Vec<_> = (0..t)
+            .map(|i| {
+                let st = streams.get(i);
+                scope.spawn(move || random_allocations(mr, st, 20_000, MIB, 1000 * MIB, 1000 + i as u64))
             })
             .collect();
         handles.into_iter().fold(Outcome::default(), |acc, h| {
@@ -195,14 +211,8 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
             }
         })
     });
-    streams8.sync();
-    row(
-        name,
-        "threads8",
-        "n=20000 max=1MiB",
-        t0.elapsed().as_secs_f64(),
-        total,
-    );
+    streams.sync();
+    (t0.elapsed().as_secs_f64(), total)
 }
 
 /// Builds the row `name` with the one resource factory, [`rmm::mr::by_name`]
