@@ -304,6 +304,21 @@ impl PyDeviceBuffer {
         let (buf, view) = (&self.buf, stream.view());
         py.detach(|| buf.to_host(view)).py_err()
     }
+
+    /// Runs `op` (a resize or reserve) on `stream` without the GIL; the
+    /// buffer's stream becomes `stream`.
+    fn regrow(
+        &mut self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        op: impl FnOnce(&mut rmm::DeviceBuffer, CudaStreamView<'_>) -> rmm::Result<()> + Send,
+    ) -> PyResult<()> {
+        let stream = stream_arg(py, stream)?;
+        let (buf, view) = (&mut self.buf, stream.get().view());
+        py.detach(|| op(buf, view)).py_err()?;
+        self.stream = stream;
+        Ok(())
+    }
 }
 
 /// A buffer of no bytes over a simulated resource: what a dropped
@@ -441,11 +456,7 @@ impl PyDeviceBuffer {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let n = size_arg(new_size, "new_size")?;
-        let stream = stream_arg(py, stream)?;
-        let (buf, view) = (&mut self.buf, stream.get().view());
-        py.detach(|| buf.resize(n, view)).py_err()?;
-        self.stream = stream;
-        Ok(())
+        self.regrow(py, stream, |buf, view| buf.resize(n, view))
     }
 
     /// Grows the capacity to at least `new_capacity`, keeping the contents.
@@ -457,11 +468,7 @@ impl PyDeviceBuffer {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let n = size_arg(new_capacity, "new_capacity")?;
-        let stream = stream_arg(py, stream)?;
-        let (buf, view) = (&mut self.buf, stream.get().view());
-        py.detach(|| buf.reserve(n, view)).py_err()?;
-        self.stream = stream;
-        Ok(())
+        self.regrow(py, stream, |buf, view| buf.reserve(n, view))
     }
 
     /// Copies the buffer to host memory: into `ary` (any writable,

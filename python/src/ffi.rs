@@ -30,7 +30,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::prelude::*;
 
 use rmm::device::{DeviceGuard, DeviceId};
-use rmm::mr::{per_device_resource, MemoryResource};
+use rmm::mr::{per_device_resource, MemoryResource, SharedResource};
 use rmm::{CudaStreamView, DevicePtr, Error};
 
 /// Alignment of every allocation handed to PyTorch.
@@ -43,18 +43,24 @@ fn check_device(device: c_int) -> rmm::Result<DeviceId> {
     Ok(DeviceId(device))
 }
 
-fn allocate_impl(size: isize, device: c_int, stream: usize) -> rmm::Result<*mut c_void> {
+/// What both entry points need: the size in bytes, the device's current
+/// resource, and (for a real resource) that device made current for the
+/// call. Simulated resources (CPU tests) need no device.
+fn prepare(size: isize, device: c_int) -> rmm::Result<(usize, SharedResource, Option<DeviceGuard>)> {
     let bytes =
         usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} is negative")))?;
     let device = check_device(device)?;
     let mr = per_device_resource(device);
-    // Simulated resources (CPU tests) need no device; real ones run with
-    // PyTorch's device current.
-    let _g = if mr.is_simulated() {
+    let guard = if mr.is_simulated() {
         None
     } else {
         Some(DeviceGuard::new(device)?)
     };
+    Ok((bytes, mr, guard))
+}
+
+fn allocate_impl(size: isize, device: c_int, stream: usize) -> rmm::Result<*mut c_void> {
+    let (bytes, mr, _guard) = prepare(size, device)?;
     // SAFETY: PyTorch passes the live stream of `device` the memory is for;
     // the view is used for this call only.
     let view = unsafe { CudaStreamView::from_raw(stream) };
@@ -63,17 +69,7 @@ fn allocate_impl(size: isize, device: c_int, stream: usize) -> rmm::Result<*mut 
 }
 
 fn deallocate_impl(ptr: *mut c_void, size: isize, device: c_int, stream: usize) -> rmm::Result<()> {
-    let bytes =
-        usize::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} is negative")))?;
-    let device = check_device(device)?;
-    let mr = per_device_resource(device);
-    // Simulated resources (CPU tests) need no device; real ones run with
-    // PyTorch's device current.
-    let _g = if mr.is_simulated() {
-        None
-    } else {
-        Some(DeviceGuard::new(device)?)
-    };
+    let (bytes, mr, _guard) = prepare(size, device)?;
     // SAFETY: as in `allocate_impl`.
     let view = unsafe { CudaStreamView::from_raw(stream) };
     // SAFETY: PyTorch frees each pointer it got from `allocate` once, with
