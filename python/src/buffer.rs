@@ -278,16 +278,9 @@ impl PyDeviceBuffer {
     #[allow(unsafe_code)]
     fn write_host(&self, py: Python<'_>, src: &HostSource<'_>, stream: &PyStream) -> PyResult<()> {
         let (ptr, len) = src.span();
-        if len > self.buf.size() {
-            return Err(PyValueError::new_err(format!(
-                "copy_from_host: {len} host bytes do not fit into a buffer of {} bytes",
-                self.buf.size()
-            )));
-        }
-        if len == 0 {
+        if !self.copy_into_needed("copy_from_host", len)? {
             return Ok(());
         }
-        self.check_real("copy_from_host")?;
         let (buf, view) = (&self.buf, stream.view());
         py.detach(|| {
             // SAFETY: `src` (a bytes object or an array whose owner it
@@ -303,6 +296,23 @@ impl PyDeviceBuffer {
         self.check_real("copy_to_host")?;
         let (buf, view) = (&self.buf, stream.view());
         py.detach(|| buf.to_host(view)).py_err()
+    }
+
+    /// Checks a copy of `n` bytes into the start of the buffer: refuses
+    /// bytes that do not fit and simulated memory; false when `n` is 0
+    /// (nothing to copy).
+    fn copy_into_needed(&self, what: &str, n: usize) -> PyResult<bool> {
+        if n > self.buf.size() {
+            return Err(PyValueError::new_err(format!(
+                "{what}: {n} bytes do not fit into a buffer of {} bytes",
+                self.buf.size()
+            )));
+        }
+        if n == 0 {
+            return Ok(false);
+        }
+        self.check_real(what)?;
+        Ok(true)
     }
 
     /// Runs `op` (a resize or reserve) on `stream` without the GIL; the
@@ -551,16 +561,9 @@ impl PyDeviceBuffer {
     ) -> PyResult<()> {
         let stream = stream_arg(py, stream)?;
         let (src, n, src_stream) = device_source(cuda_ary)?;
-        if n > self.buf.size() {
-            return Err(PyValueError::new_err(format!(
-                "copy_from_device: {n} source bytes do not fit into a buffer of {} bytes",
-                self.buf.size()
-            )));
-        }
-        if n == 0 {
+        if !self.copy_into_needed("copy_from_device", n)? {
             return Ok(());
         }
-        self.check_real("copy_from_device")?;
         let view = stream.get().view();
         if let Some(s) = src_stream.filter(|&s| s != view.as_raw()) {
             // The producer's pending work on the source comes first (the
