@@ -46,6 +46,9 @@
  *   r as F, but pools are recycled instead of destroyed (rmm since the fix):
  *              taken from a process-wide list (or made when it is empty),
  *              trimmed to 0 bytes and put back after the operation
+ *   w as W (pools straight on the legacy stream, no per-thread stand-in) but
+ *              with pools recycled as in 'r': if it runs, rmm's stand-in and its
+ *              event joins (pool_stream in rmm/src/mr/cuda_async.rs) could go
  *   f as F with one pool per thread made once and kept (as rmm keeps a resource's pool)
  *   g as F with one pool shared by every thread, made once (rmm's default cuda_async)
  *   x two devices, as the container test with device 1 current does: device 1's
@@ -336,6 +339,21 @@ static void *worker(void *arg) {
       where[t] = "F: cuMemPoolCreate"; CUmemoryPool pool = make_pool();
       legacy_joined(t, pool, &p);
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
+      break; }
+    case 'w': {
+      CUmemoryPool pool = NULL;
+      pthread_mutex_lock(&recycle_mu);
+      if (nrecycled) pool = recycled[--nrecycled];
+      pthread_mutex_unlock(&recycle_mu);
+      if (!pool) { where[t] = "w: cuMemPoolCreate"; pool = make_pool(); }
+      where[t] = "w: cuMemAllocFromPoolAsync(legacy)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, CU_STREAM_LEGACY));
+      where[t] = "w: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, 4096, CU_STREAM_LEGACY));
+      where[t] = "w: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+      where[t] = "w: cuMemFreeAsync(legacy)"; CK(cuMemFreeAsync(p, CU_STREAM_LEGACY));
+      where[t] = "w: cuMemPoolTrimTo"; CK(cuMemPoolTrimTo(pool, 0));
+      pthread_mutex_lock(&recycle_mu);
+      recycled[nrecycled++] = pool;
+      pthread_mutex_unlock(&recycle_mu);
       break; }
     case 'r': {
       CUmemoryPool pool = NULL;

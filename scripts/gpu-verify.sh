@@ -61,7 +61,7 @@ step() {
       # The driver-only stall mixes of repro/driver_stall.c (see repro/README.md);
       # the two-device mixes only with two GPUs.
       mkdir -p "${OUT:-.gpu-bench}"
-      m=${REPRO_MIXES:-"F f g LQ W"}
+      m=${REPRO_MIXES:-"F r w W"}
       [ "$gpus" -ge 2 ] && m="$m ${REPRO_MIXES2:-y MDAqSy x}"
       OUT=${OUT:-.gpu-bench}/repro REPRO_THREADS=32 REPRO_S=8 bash repro/probe.sh "" "$m" || status=1 ;;
     trust)
