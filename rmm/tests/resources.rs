@@ -5,7 +5,8 @@ mod common;
 
 use rmm::mr::{
     CallbackMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource,
-    MemoryResource, PinnedHostMemoryResource, SimulatedMemoryResource,
+    MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource,
+    SimulatedMemoryResource, SystemMemoryResource,
 };
 
 conformance_suite!(cuda, gpu, CudaMemoryResource::new);
@@ -20,6 +21,47 @@ conformance_suite!(
     pinned_host,
     gpu,
     PinnedHostMemoryResource::new,
+    max = 256 * common::MIB
+);
+// The pinned host pool (#18 item 3): a pool over pinned host memory.
+conformance_suite!(
+    pinned_pool,
+    gpu,
+    || PoolMemoryResource::new(PinnedHostMemoryResource::new(), PoolOptions::default()).expect("pinned pool"),
+    max = 256 * common::MIB
+);
+// System memory: for real only where the GPU can access pageable memory
+// (the H200 machine cannot: these skip there, and the constructors' error
+// is checked by `system_resources_need_pageable_memory_access`).
+conformance_suite!(
+    system,
+    pageable,
+    || SystemMemoryResource::new().expect("system"),
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    sam_headroom,
+    pageable,
+    || SamHeadroomMemoryResource::new(common::GIB).expect("sam_headroom"),
+    max = 256 * common::MIB
+);
+// The same host allocations without a GPU: real host memory, no driver.
+conformance_suite!(
+    system_without_gpu,
+    cpu,
+    SystemMemoryResource::without_gpu,
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    sam_headroom_simulated,
+    cpu,
+    || SamHeadroomMemoryResource::simulated(common::GIB, SimulatedMemoryResource::new(2 * common::GIB)),
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    pool_over_system_without_gpu,
+    cpu,
+    || PoolMemoryResource::new(SystemMemoryResource::without_gpu(), PoolOptions::default()).expect("pool"),
     max = 256 * common::MIB
 );
 conformance_suite!(simulated, cpu, || SimulatedMemoryResource::new(64 * common::GIB));
@@ -59,6 +101,8 @@ fn gpu_factory_names_build_and_allocate() {
         "binning",
         "arena",
         "fixed_size",
+        "pinned_pool",
+        "pinned_pool_unchecked",
         "statistics_pool",
         "tracking_pool",
         "thread_safe_arena",
@@ -74,5 +118,60 @@ fn gpu_factory_names_build_and_allocate() {
         assert!(!p.is_null(), "{name}");
         // SAFETY: `p` came from `mr` with these arguments and is not used again.
         unsafe { mr.deallocate_sync(p, 4096, 256) };
+    }
+}
+
+/// On a GPU without pageable memory access (the H200 machine) both system
+/// resources refuse to be built, saying why; on one with it they build
+/// (their conformance suites run there).
+#[test]
+fn system_resources_need_pageable_memory_access() {
+    rmm::require_gpu!("system_resources_need_pageable_memory_access");
+    let device = rmm::device::current_device().expect("current device");
+    let pageable = rmm::device::supports_pageable_memory_access(device).expect("attribute");
+    let results = [
+        ("SystemMemoryResource", SystemMemoryResource::new().map(|_| ())),
+        (
+            "SamHeadroomMemoryResource",
+            SamHeadroomMemoryResource::new(1 << 30).map(|_| ()),
+        ),
+    ];
+    for (what, r) in results {
+        match (pageable, r) {
+            (true, r) => r.unwrap_or_else(|e| panic!("{what} on {device} with pageable access: {e}")),
+            (false, Ok(())) => panic!("{what} built on {device}, which has no pageable memory access"),
+            (false, Err(e)) => {
+                assert!(matches!(e, rmm::Error::Logic(_)), "{what}: {e:?}");
+                let text = e.to_string();
+                for needle in [
+                    what,
+                    &device.to_string(),
+                    "cannot access pageable host memory",
+                    "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 0",
+                ] {
+                    assert!(text.contains(needle), "{what}: {needle:?} not in {text:?}");
+                }
+            }
+        }
+    }
+    // The factory passes the error on.
+    use rmm::mr::by_name::{resource, ByNameOptions};
+    for name in ["system", "sam_headroom", "statistics_sam_headroom"] {
+        match resource(name, &ByNameOptions::default()) {
+            Ok(mr) => {
+                assert!(pageable, "{name} built without pageable access");
+                let p = mr
+                    .allocate_sync(4096, 256)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                // SAFETY: `p` came from `mr` with these arguments and is not used again.
+                unsafe { mr.deallocate_sync(p, 4096, 256) };
+            }
+            Err(e) => assert!(
+                !pageable
+                    && e.to_string()
+                        .contains("CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS"),
+                "{name}: {e}"
+            ),
+        }
     }
 }
