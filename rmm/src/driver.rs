@@ -810,8 +810,15 @@ pub fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: i32, stream: usi
 /// touched or moved by the call.
 pub fn mem_advise_preferred_location(ptr: DevicePtr, bytes: usize, device: Option<i32>) -> Result<()> {
     ensure_context()?;
-    // CU_DEVICE_CPU (-1) names the host.
-    let location = device.unwrap_or(-1);
+    // CU_DEVICE_CPU (-1) names the host; a device by its driver handle.
+    let location = match device {
+        Some(ordinal) => {
+            let mut dev = 0;
+            call!(cuDeviceGet(&mut dev, ordinal))?;
+            dev
+        }
+        None => -1,
+    };
     call!(cuMemAdvise(
         ptr.addr(),
         bytes,

@@ -175,3 +175,37 @@ fn system_resources_need_pageable_memory_access() {
         }
     }
 }
+
+/// The pinned host pool as the host side of copies (#18 item 3): device
+/// bytes copied into a pinned-pool buffer in stream order are on the host
+/// after a synchronisation, and copy back to the device.
+#[test]
+fn pinned_pool_stages_host_copies() {
+    rmm::require_gpu!("pinned_pool_stages_host_copies");
+    let pool = rmm::mr::SharedResource::new(
+        PoolMemoryResource::new(
+            PinnedHostMemoryResource::new(),
+            PoolOptions::default().initial_pool_size(1 << 20),
+        )
+        .expect("pinned pool"),
+    );
+    let stream = rmm::CudaStream::new().expect("stream");
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    let on_device =
+        rmm::DeviceBuffer::from_host(&data, stream.view(), CudaMemoryResource::new()).expect("from_host");
+    let staged = on_device
+        .try_clone_on(stream.view(), pool.clone())
+        .expect("stage");
+    assert!(staged.resource().is_host_accessible());
+    stream.synchronize().expect("sync");
+    let p: *const u8 = std::ptr::with_exposed_provenance(staged.data().addr() as usize);
+    // SAFETY: `staged` holds `size()` bytes of pinned host memory, complete
+    // after the synchronisation and not written while this borrow lives.
+    let host = unsafe { std::slice::from_raw_parts(p, staged.size()) };
+    assert_eq!(host, &data[..]);
+    let back = staged
+        .try_clone_on(stream.view(), CudaMemoryResource::new())
+        .expect("back to the device");
+    assert_eq!(back.to_host(stream.view()).expect("to_host"), data);
+    assert_eq!(staged.to_host(stream.view()).expect("pinned to_host"), data);
+}
