@@ -5,9 +5,9 @@ Every resource has ``allocate(nbytes, stream=DEFAULT_STREAM) -> int`` and
 sub-allocators have ``upstream_mr``. Sizes are ints or strings such as
 ``"1GiB"``.
 
-Not available (no Rust implementation yet, issue #18):
-``SystemMemoryResource`` and ``SamHeadroomMemoryResource``; constructing
-either raises ``rmm_rs.RMMError`` saying so.
+``SystemMemoryResource`` and ``SamHeadroomMemoryResource`` need a GPU that
+can access pageable memory (Grace Hopper, Linux HMM); on others their
+constructors raise ``rmm_rs.RMMError`` saying so.
 """
 
 import atexit
@@ -31,8 +31,10 @@ from rmm_rs._lib import (
     PinnedHostMemoryResource,
     PoolMemoryResource,
     PrefetchResourceAdaptor,
+    SamHeadroomMemoryResource,
     SimulatedMemoryResource,
     StatisticsResourceAdaptor,
+    SystemMemoryResource,
     TrackingResourceAdaptor,
     available_device_memory,
 )
@@ -84,21 +86,6 @@ class BinningMemoryResource(_lib._BinningMemoryResource):
     def __init__(self, upstream_mr, min_size_exponent=None, max_size_exponent=None):
         if min_size_exponent not in (None, -1) and max_size_exponent not in (None, -1):
             self._add_fixed_bins(min_size_exponent, max_size_exponent)
-
-
-class _Unavailable:
-    _why = "the Rust crate has no such resource yet (issue #18)"
-
-    def __init__(self, *args, **kwargs):
-        raise _lib.RMMError(f"{type(self).__name__} is not available in rmm_rs: {self._why}")
-
-
-class SystemMemoryResource(_Unavailable):
-    """Not available in rmm_rs (system-allocated memory, issue #18)."""
-
-
-class SamHeadroomMemoryResource(_Unavailable):
-    """Not available in rmm_rs (system memory with headroom, issue #18)."""
 
 
 # device -> the Python resource object set for it (the Rust registry holds

@@ -22,7 +22,8 @@ use rmm::mr::{
     CudaAsyncMemoryResource, CudaAsyncOptions, CudaMemoryResource, ExportHandleType, FailureCallbackAdaptor,
     FixedSizeMemoryResource, FixedSizeOptions, LimitingAdaptor, LoggingAdaptor, ManagedMemoryResource,
     MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, PrefetchAdaptor,
-    SharedResource, SimulatedMemoryResource, StatisticsAdaptor, TrackingAdaptor,
+    SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource, StatisticsAdaptor,
+    SystemMemoryResource, TrackingAdaptor,
 };
 use rmm::{DevicePtr, Error};
 
@@ -276,6 +277,92 @@ impl PyPinned {
     fn py_new() -> PyResult<PyClassInitializer<Self>> {
         need_driver()?;
         Ok(base(SharedResource::new(PinnedHostMemoryResource::new()), None).add_subclass(PyPinned))
+    }
+}
+
+/// System memory used by the GPU (`rmm.mr.SystemMemoryResource`): only on
+/// GPUs that can access pageable memory (Grace Hopper, Linux HMM); on
+/// others the constructor raises `RMMError` saying so.
+/// `without_gpu=True` (rmm_rs only) gives the same host allocations with
+/// no GPU behind them (no driver call), e.g. for tests.
+#[pyclass(extends = PyResource, module = "rmm_rs.mr", name = "SystemMemoryResource")]
+pub(crate) struct PySystem {
+    mr: SystemMemoryResource,
+}
+
+#[pymethods]
+impl PySystem {
+    #[new]
+    #[pyo3(signature = (*, without_gpu=false))]
+    fn py_new(without_gpu: bool) -> PyResult<PyClassInitializer<Self>> {
+        let mr = if without_gpu {
+            SystemMemoryResource::without_gpu()
+        } else {
+            need_driver()?;
+            SystemMemoryResource::new().py_err()?
+        };
+        Ok(base(SharedResource::new(mr.clone()), None).add_subclass(PySystem { mr }))
+    }
+
+    /// Bytes allocated and not yet freed.
+    fn allocated_bytes(&self) -> usize {
+        self.mr.allocated_bytes()
+    }
+
+    /// Frees refused so far.
+    fn bad_frees(&self) -> usize {
+        self.mr.bad_frees()
+    }
+}
+
+/// System memory that keeps `headroom` bytes of device memory free
+/// (`rmm.mr.SamHeadroomMemoryResource`); same systems as
+/// `SystemMemoryResource`. `simulated_device` (rmm_rs only, a
+/// `SimulatedMemoryResource`) runs the same decisions without a GPU: its
+/// free memory is the device's, and device parts are allocated on it.
+#[pyclass(extends = PyResource, module = "rmm_rs.mr", name = "SamHeadroomMemoryResource")]
+pub(crate) struct PySamHeadroom {
+    mr: SamHeadroomMemoryResource,
+}
+
+#[pymethods]
+impl PySamHeadroom {
+    #[new]
+    #[pyo3(signature = (headroom, *, simulated_device=None))]
+    fn py_new(
+        headroom: &Bound<'_, PyAny>,
+        simulated_device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let headroom = size_arg(headroom, "headroom")?;
+        let mr = match simulated_device {
+            Some(obj) => {
+                let sim = obj.cast::<PySimulated>().map_err(|_| {
+                    PyTypeError::new_err("simulated_device must be an rmm_rs.mr.SimulatedMemoryResource")
+                })?;
+                SamHeadroomMemoryResource::simulated(headroom, sim.borrow().mr.clone())
+            }
+            None => {
+                need_driver()?;
+                SamHeadroomMemoryResource::new(headroom).py_err()?
+            }
+        };
+        Ok(base(SharedResource::new(mr.clone()), None).add_subclass(PySamHeadroom { mr }))
+    }
+
+    /// The device memory kept free, in bytes.
+    #[getter]
+    fn headroom(&self) -> usize {
+        self.mr.headroom()
+    }
+
+    /// Bytes of the live allocations advised to the device.
+    fn device_bytes(&self) -> usize {
+        self.mr.device_bytes()
+    }
+
+    /// Bytes allocated and not yet freed.
+    fn allocated_bytes(&self) -> usize {
+        self.mr.allocated_bytes()
     }
 }
 
@@ -1103,6 +1190,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyManaged>()?;
     m.add_class::<PyPinned>()?;
     m.add_class::<PyCudaAsync>()?;
+    m.add_class::<PySystem>()?;
+    m.add_class::<PySamHeadroom>()?;
     m.add_class::<PySimulated>()?;
     m.add_class::<PyCallback>()?;
     m.add_class::<PyPool>()?;

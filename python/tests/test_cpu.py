@@ -94,10 +94,44 @@ def test_no_gpu_is_said_clearly():
     assert issubclass(rmm_rs.DriverUnavailableError, RuntimeError)
 
 
-def test_unavailable_resources_say_why():
-    for cls in (mr.SystemMemoryResource, mr.SamHeadroomMemoryResource):
-        with pytest.raises(rmm_rs.RMMError, match="not available in rmm_rs"):
-            cls()
+@pytest.mark.skipif(GPU, reason="checks the no-GPU behaviour")
+def test_system_resources_need_a_gpu_with_pageable_access():
+    # Without a GPU: the driver error (an RMMError); on a GPU without
+    # pageable memory access the GPU tests check the message.
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        mr.SystemMemoryResource()
+    with pytest.raises(rmm_rs.DriverUnavailableError):
+        mr.SamHeadroomMemoryResource("1GiB")
+    assert issubclass(rmm_rs.DriverUnavailableError, rmm_rs.RMMError)
+
+
+def test_system_memory_without_gpu():
+    sysmr = mr.SystemMemoryResource(without_gpu=True)
+    assert sysmr.is_simulated
+    p = sysmr.allocate(1000)
+    assert p % 256 == 0 and sysmr.allocated_bytes() == 1000
+    sysmr.deallocate(p, 1000)
+    assert sysmr.allocated_bytes() == 0
+    # A pool over it, as over any upstream.
+    pool = mr.PoolMemoryResource(sysmr, initial_pool_size="1MiB")
+    q = pool.allocate(4096)
+    pool.deallocate(q, 4096)
+
+
+def test_sam_headroom_over_a_simulated_device():
+    device = mr.SimulatedMemoryResource("10MiB")
+    sam = mr.SamHeadroomMemoryResource("4MiB", simulated_device=device)
+    assert sam.headroom == 4 << 20 and sam.is_simulated
+    a = sam.allocate(4 << 20)
+    b = sam.allocate(4 << 20)
+    # 6 MiB above the headroom: all of the first, half of the second.
+    assert sam.device_bytes() == 6 << 20
+    assert device.allocated_bytes() == 6 << 20
+    sam.deallocate(a, 4 << 20)
+    sam.deallocate(b, 4 << 20)
+    assert sam.device_bytes() == 0 and sam.allocated_bytes() == 0
+    with pytest.raises(TypeError, match="SimulatedMemoryResource"):
+        mr.SamHeadroomMemoryResource(0, simulated_device=mr.CudaMemoryResource)
 
 
 # --- sizes and arguments ------------------------------------------------------

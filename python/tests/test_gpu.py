@@ -294,3 +294,22 @@ def test_reinitialize_two_gpus():
             "print(st[0].allocation_counts['total_count'] > 0, st[1].allocation_counts['total_count'] > 0)\n"
         )
         assert out.split() == ["True", "True"]
+
+
+def test_system_resources_on_this_gpu():
+    # Only GPUs that can access pageable memory (Grace Hopper, Linux HMM)
+    # run them; on others (the H200 machine) the constructors say why.
+    for make in (mr.SystemMemoryResource, lambda: mr.SamHeadroomMemoryResource("1GiB")):
+        try:
+            res = make()
+        except rmm_rs.RMMError as e:
+            assert not isinstance(e, rmm_rs.DriverUnavailableError), e
+            text = str(e)
+            assert "cannot access pageable host memory" in text, text
+            assert "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 0" in text, text
+            assert "device " in text, text
+            continue
+        buf = rmm.DeviceBuffer(size=4096, mr=res)
+        buf.copy_from_host(bytes(range(256)) * 16)
+        assert buf.tobytes() == bytes(range(256)) * 16
+        del buf

@@ -125,6 +125,18 @@ pub fn supports_concurrent_managed_access(device: DeviceId) -> Result<bool> {
     driver::supports_concurrent_managed_access(device.0)
 }
 
+/// Whether `device` can access pageable host memory (plain `malloc`
+/// memory): `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`, needed by
+/// [`SystemMemoryResource`](crate::mr::SystemMemoryResource) and
+/// [`SamHeadroomMemoryResource`](crate::mr::SamHeadroomMemoryResource).
+/// True with address translation services (Grace Hopper) or Linux HMM.
+///
+/// # Errors
+/// The driver's error (no such device).
+pub fn supports_pageable_memory_access(device: DeviceId) -> Result<bool> {
+    driver::supports_pageable_memory_access(device.0)
+}
+
 pub use crate::driver::PointerKind;
 
 /// What the driver knows about the address `ptr` (any value: unknown

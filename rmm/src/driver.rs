@@ -142,6 +142,7 @@ const ENTRY_POINTS: &[&str] = &[
     "cuMemsetD16Async",
     "cuMemsetD32Async",
     "cuMemPrefetchAsync",
+    "cuMemAdvise",
     "cuMemRangeGetAttribute",
     "cuPointerGetAttribute",
     "cuDeviceCanAccessPeer",
@@ -360,6 +361,17 @@ pub fn supports_virtual_memory(device: i32) -> Result<bool> {
     device_attribute(
         device,
         cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED,
+    )
+    .map(|v| v != 0)
+}
+
+/// Whether `device` can access pageable host memory (plain `malloc`
+/// memory) coherently: `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`, true
+/// on systems with HMM or ATS (e.g. Grace Hopper), false on most x86 hosts.
+pub fn supports_pageable_memory_access(device: i32) -> Result<bool> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
     )
     .map(|v| v != 0)
 }
@@ -788,6 +800,30 @@ pub fn mem_prefetch_async(ptr: DevicePtr, bytes: usize, device: i32, stream: usi
         bytes,
         device,
         stream as cu::CUstream
+    ))
+}
+
+/// Sets the preferred location of `[ptr, ptr + bytes)` (managed or, where
+/// the device can access pageable memory, system memory) to `device`, or
+/// to the host when `device` is `None` (`cuMemAdvise` with
+/// `CU_MEM_ADVISE_SET_PREFERRED_LOCATION`). Advice only: no memory is
+/// touched or moved by the call.
+pub fn mem_advise_preferred_location(ptr: DevicePtr, bytes: usize, device: Option<i32>) -> Result<()> {
+    ensure_context()?;
+    // CU_DEVICE_CPU (-1) names the host; a device by its driver handle.
+    let location = match device {
+        Some(ordinal) => {
+            let mut dev = 0;
+            call!(cuDeviceGet(&mut dev, ordinal))?;
+            dev
+        }
+        None => -1,
+    };
+    call!(cuMemAdvise(
+        ptr.addr(),
+        bytes,
+        cu::CUmem_advise::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+        location
     ))
 }
 

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | A resource: stream-ordered `allocate` / `deallocate` | [`mr::MemoryResource`] |
 //! | Type-erased owning handle | [`mr::SharedResource`] |
-//! | Base resources (cuda, managed, cuda_async, pinned, callback, simulated) | [`mr`] |
+//! | Base resources (cuda, managed, cuda_async, pinned, system, SAM headroom, callback, simulated) | [`mr`] |
 //! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
 //! | Debug log through the `log` facade | [`logger`] |
 //! | Replaying a memory-event log | [`replay`] (the `rmm-replay` program is in `tools/`) |

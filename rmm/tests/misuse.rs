@@ -17,7 +17,12 @@
 //!   upstream holds nothing and saw no bad free: no adversarial free was
 //!   ever passed on.
 //!
-//! 150 000 steps per resource, 7 resources: over 10^6 steps in all.
+//! The system memory resources (without a GPU, over real host memory, and
+//! the SAM headroom resource over a simulated device) are driven the same
+//! way: there a free that reached the allocator would corrupt the heap.
+//!
+//! 150 000 steps per resource, 10 resources (the simulated one included):
+//! 1.5 x 10^6 steps in all.
 //! `VirtualPoolMemoryResource` shares the stream-ordered core (and its live
 //! record) with the pool but cannot be built without a GPU, so it is not
 //! driven here.
@@ -29,8 +34,8 @@ use std::collections::BTreeMap;
 
 use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
-    LimitingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource,
-    StatisticsAdaptor, TrackingAdaptor,
+    LimitingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource,
+    SimulatedMemoryResource, StatisticsAdaptor, SystemMemoryResource, TrackingAdaptor,
 };
 use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, DevicePtr};
@@ -607,6 +612,106 @@ fn model_simulated() {
     drive(&sub, STEPS, 7);
     drop(sub);
     assert_eq!((sim.allocated_bytes(), sim.live_allocations()), (0, 0));
+}
+
+/// Live allocations of another system resource (real host memory that the
+/// subject never handed out).
+fn foreign_host(other: &dyn MemoryResource) -> Vec<(u64, usize)> {
+    (0..4)
+        .map(|i| {
+            let b = 1000 + i * 4096;
+            (other.allocate(b, 256, S).expect("foreign").addr(), b)
+        })
+        .collect()
+}
+
+fn free_foreign_host(other: &dyn MemoryResource, foreign: &[(u64, usize)]) {
+    for &(a, b) in foreign {
+        // SAFETY: allocated from `other` with these arguments, never used.
+        unsafe { other.deallocate(DevicePtr::new(a), b, 256, S) };
+    }
+}
+
+#[test]
+fn model_system_without_gpu() {
+    let mr = SystemMemoryResource::without_gpu();
+    let other = SystemMemoryResource::without_gpu();
+    let foreign = foreign_host(&other);
+    let sub = Subject {
+        name: "system",
+        mr: &mr,
+        size: small,
+        max_live: 300,
+        snapshot: Box::new(|| vec![mr.allocated_bytes(), mr.live_allocations()]),
+        consistent: Box::new(|m| {
+            let (bytes, n) = (mr.allocated_bytes(), mr.live_allocations());
+            check(bytes == m.bytes && n == m.keys.len(), || {
+                format!(
+                    "system holds {bytes} in {n}; model {} in {}",
+                    m.bytes,
+                    m.keys.len()
+                )
+            })
+        }),
+        refused: Some(Box::new(|| mr.bad_frees())),
+        foreign: foreign.clone(),
+    };
+    drive(&sub, STEPS, 8);
+    drop(sub);
+    assert_eq!((mr.allocated_bytes(), mr.live_allocations()), (0, 0));
+    free_foreign_host(&other, &foreign);
+    assert_eq!((other.bad_frees(), other.live_allocations()), (0, 0));
+}
+
+#[test]
+fn model_sam_headroom_simulated() {
+    // 64 MiB of device, 16 MiB headroom: with up to 300 live allocations of
+    // up to 256 KiB, allocations land on both sides of the headroom.
+    let sim = SimulatedMemoryResource::new(64 * MIB);
+    let mr = SamHeadroomMemoryResource::simulated(16 * MIB, sim.clone());
+    let other = SamHeadroomMemoryResource::simulated(16 * MIB, sim.clone());
+    let foreign = foreign_host(&other);
+    let sub = Subject {
+        name: "sam_headroom",
+        mr: &mr,
+        size: small,
+        max_live: 300,
+        snapshot: Box::new(|| {
+            vec![
+                mr.allocated_bytes(),
+                mr.live_allocations(),
+                mr.device_bytes(),
+                sim.allocated_bytes(),
+            ]
+        }),
+        consistent: Box::new(|m| {
+            let (bytes, n) = (mr.allocated_bytes(), mr.live_allocations());
+            check(bytes == m.bytes && n == m.keys.len(), || {
+                format!(
+                    "sam_headroom holds {bytes} in {n}; model {} in {}",
+                    m.bytes,
+                    m.keys.len()
+                )
+            })?;
+            // The device parts are all the simulated device holds, besides
+            // the foreign allocations' parts, and never eat the headroom.
+            let (device, held) = (mr.device_bytes() + other.device_bytes(), sim.allocated_bytes());
+            check(
+                device == held && held <= 48 * MIB && mr.device_bytes() <= bytes,
+                || format!("device parts {device}, simulated device holds {held}, allocated {bytes}"),
+            )
+        }),
+        refused: Some(Box::new(|| mr.bad_frees())),
+        foreign: foreign.clone(),
+    };
+    drive(&sub, STEPS, 9);
+    drop(sub);
+    assert_eq!((mr.allocated_bytes(), mr.device_bytes()), (0, 0));
+    free_foreign_host(&other, &foreign);
+    assert_eq!(
+        (other.bad_frees(), sim.allocated_bytes(), sim.bad_frees()),
+        (0, 0, 0)
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ mod common;
 
 use rmm::mr::{
     CallbackMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource,
-    MemoryResource, PinnedHostMemoryResource, SimulatedMemoryResource,
+    MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource,
+    SimulatedMemoryResource, SystemMemoryResource,
 };
 
 conformance_suite!(cuda, gpu, CudaMemoryResource::new);
@@ -20,6 +21,47 @@ conformance_suite!(
     pinned_host,
     gpu,
     PinnedHostMemoryResource::new,
+    max = 256 * common::MIB
+);
+// The pinned host pool (#18 item 3): a pool over pinned host memory.
+conformance_suite!(
+    pinned_pool,
+    gpu,
+    || PoolMemoryResource::new(PinnedHostMemoryResource::new(), PoolOptions::default()).expect("pinned pool"),
+    max = 256 * common::MIB
+);
+// System memory: for real only where the GPU can access pageable memory
+// (the H200 machine cannot: these skip there, and the constructors' error
+// is checked by `system_resources_need_pageable_memory_access`).
+conformance_suite!(
+    system,
+    pageable,
+    || SystemMemoryResource::new().expect("system"),
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    sam_headroom,
+    pageable,
+    || SamHeadroomMemoryResource::new(common::GIB).expect("sam_headroom"),
+    max = 256 * common::MIB
+);
+// The same host allocations without a GPU: real host memory, no driver.
+conformance_suite!(
+    system_without_gpu,
+    cpu,
+    SystemMemoryResource::without_gpu,
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    sam_headroom_simulated,
+    cpu,
+    || SamHeadroomMemoryResource::simulated(common::GIB, SimulatedMemoryResource::new(2 * common::GIB)),
+    max = 256 * common::MIB
+);
+conformance_suite!(
+    pool_over_system_without_gpu,
+    cpu,
+    || PoolMemoryResource::new(SystemMemoryResource::without_gpu(), PoolOptions::default()).expect("pool"),
     max = 256 * common::MIB
 );
 conformance_suite!(simulated, cpu, || SimulatedMemoryResource::new(64 * common::GIB));
@@ -59,6 +101,8 @@ fn gpu_factory_names_build_and_allocate() {
         "binning",
         "arena",
         "fixed_size",
+        "pinned_pool",
+        "pinned_pool_unchecked",
         "statistics_pool",
         "tracking_pool",
         "thread_safe_arena",
@@ -75,4 +119,93 @@ fn gpu_factory_names_build_and_allocate() {
         // SAFETY: `p` came from `mr` with these arguments and is not used again.
         unsafe { mr.deallocate_sync(p, 4096, 256) };
     }
+}
+
+/// On a GPU without pageable memory access (the H200 machine) both system
+/// resources refuse to be built, saying why; on one with it they build
+/// (their conformance suites run there).
+#[test]
+fn system_resources_need_pageable_memory_access() {
+    rmm::require_gpu!("system_resources_need_pageable_memory_access");
+    let device = rmm::device::current_device().expect("current device");
+    let pageable = rmm::device::supports_pageable_memory_access(device).expect("attribute");
+    let results = [
+        ("SystemMemoryResource", SystemMemoryResource::new().map(|_| ())),
+        (
+            "SamHeadroomMemoryResource",
+            SamHeadroomMemoryResource::new(1 << 30).map(|_| ()),
+        ),
+    ];
+    for (what, r) in results {
+        match (pageable, r) {
+            (true, r) => r.unwrap_or_else(|e| panic!("{what} on {device} with pageable access: {e}")),
+            (false, Ok(())) => panic!("{what} built on {device}, which has no pageable memory access"),
+            (false, Err(e)) => {
+                assert!(matches!(e, rmm::Error::Logic(_)), "{what}: {e:?}");
+                let text = e.to_string();
+                for needle in [
+                    what,
+                    &device.to_string(),
+                    "cannot access pageable host memory",
+                    "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 0",
+                ] {
+                    assert!(text.contains(needle), "{what}: {needle:?} not in {text:?}");
+                }
+            }
+        }
+    }
+    // The factory passes the error on.
+    use rmm::mr::by_name::{resource, ByNameOptions};
+    for name in ["system", "sam_headroom", "statistics_sam_headroom"] {
+        match resource(name, &ByNameOptions::default()) {
+            Ok(mr) => {
+                assert!(pageable, "{name} built without pageable access");
+                let p = mr
+                    .allocate_sync(4096, 256)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                // SAFETY: `p` came from `mr` with these arguments and is not used again.
+                unsafe { mr.deallocate_sync(p, 4096, 256) };
+            }
+            Err(e) => assert!(
+                !pageable
+                    && e.to_string()
+                        .contains("CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS"),
+                "{name}: {e}"
+            ),
+        }
+    }
+}
+
+/// The pinned host pool as the host side of copies (#18 item 3): device
+/// bytes copied into a pinned-pool buffer in stream order are on the host
+/// after a synchronisation, and copy back to the device.
+#[test]
+fn pinned_pool_stages_host_copies() {
+    rmm::require_gpu!("pinned_pool_stages_host_copies");
+    let pool = rmm::mr::SharedResource::new(
+        PoolMemoryResource::new(
+            PinnedHostMemoryResource::new(),
+            PoolOptions::default().initial_pool_size(1 << 20),
+        )
+        .expect("pinned pool"),
+    );
+    let stream = rmm::CudaStream::new().expect("stream");
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    let on_device =
+        rmm::DeviceBuffer::from_host(&data, stream.view(), CudaMemoryResource::new()).expect("from_host");
+    let staged = on_device
+        .try_clone_on(stream.view(), pool.clone())
+        .expect("stage");
+    assert!(staged.resource().is_host_accessible());
+    stream.synchronize().expect("sync");
+    let p: *const u8 = std::ptr::with_exposed_provenance(staged.data().addr() as usize);
+    // SAFETY: `staged` holds `size()` bytes of pinned host memory, complete
+    // after the synchronisation and not written while this borrow lives.
+    let host = unsafe { std::slice::from_raw_parts(p, staged.size()) };
+    assert_eq!(host, &data[..]);
+    let back = staged
+        .try_clone_on(stream.view(), CudaMemoryResource::new())
+        .expect("back to the device");
+    assert_eq!(back.to_host(stream.view()).expect("to_host"), data);
+    assert_eq!(staged.to_host(stream.view()).expect("pinned to_host"), data);
 }

@@ -5,18 +5,25 @@
 //!
 //! * `BASE` is one of [`BASES`]: `simulated` (a simulated device of
 //!   [`ByNameOptions::simulated_size`] bytes), `cuda`, `cuda_async`,
-//!   `managed`, `pinned`, `vmpool`, and the sub-allocators `pool`, `binning`
+//!   `managed`, `pinned`, `pinned_pool` (a `pool` over `pinned`: the
+//!   pinned host memory pool), `vmpool`, the system memory resources
+//!   `system` and `sam_headroom` (keeping [`ByNameOptions::sam_headroom`]
+//!   bytes of device memory free; both need a GPU that can access pageable
+//!   memory), and the sub-allocators `pool`, `binning`
 //!   (bins of 256 KiB .. 4 MiB over a `pool`), `arena` and `fixed_size`
 //!   (1 MiB blocks). A sub-allocator is over `cuda`, or over the simulated
 //!   device when its name starts with `simulated-` (`simulated-pool`, ...) or
-//!   [`ByNameOptions::simulate`] is set;
+//!   [`ByNameOptions::simulate`] is set; `simulated-system` is
+//!   [`SystemMemoryResource::without_gpu`] and `simulated-sam_headroom`
+//!   [`SamHeadroomMemoryResource::simulated`] over the simulated device;
 //! * each `ADAPTOR_` prefix (one of [`ADAPTORS`]: `statistics`, `tracking`,
 //!   `thread_safe`) wraps what follows, so `statistics_pool` is a
 //!   [`StatisticsAdaptor`] over a pool;
 //! * `_unchecked` trusts frees instead of checking them (`unchecked_frees`
 //!   on every layer that has it), to measure what the check costs; the
 //!   resources without the check (`cuda`, `cuda_async`, `managed`,
-//!   `pinned`, `simulated`) refuse it.
+//!   `pinned`, `simulated`) and the system memory resources (which always
+//!   check) refuse it.
 //!
 //! Sizes come from [`ByNameOptions`]; what is not set there is the
 //! resource's default, except over the simulated device, where a pool may
@@ -40,8 +47,9 @@
 use super::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
     FixedSizeMemoryResource, FixedSizeOptions, ManagedMemoryResource, PinnedHostMemoryResource,
-    PoolMemoryResource, PoolOptions, SharedResource, SimulatedMemoryResource, StatisticsAdaptor,
-    ThreadSafeAdaptor, TrackingAdaptor, VirtualPoolMemoryResource, VirtualPoolOptions,
+    PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource,
+    StatisticsAdaptor, SystemMemoryResource, ThreadSafeAdaptor, TrackingAdaptor, VirtualPoolMemoryResource,
+    VirtualPoolOptions,
 };
 use crate::align::align_down;
 use crate::error::{Error, Result};
@@ -53,7 +61,10 @@ pub const BASES: &[&str] = &[
     "cuda_async",
     "managed",
     "pinned",
+    "pinned_pool",
     "vmpool",
+    "system",
+    "sam_headroom",
     "pool",
     "binning",
     "arena",
@@ -62,6 +73,8 @@ pub const BASES: &[&str] = &[
     "simulated-binning",
     "simulated-arena",
     "simulated-fixed_size",
+    "simulated-system",
+    "simulated-sam_headroom",
 ];
 
 /// The adaptor prefixes (`statistics_pool`, `tracking_thread_safe_arena`, ...).
@@ -92,6 +105,8 @@ pub struct ByNameOptions {
     pub arena_size: Option<usize>,
     /// Trust frees on every layer, as the `_unchecked` suffix does.
     pub unchecked_frees: bool,
+    /// Device memory `sam_headroom` keeps free; default 1 GiB.
+    pub sam_headroom: usize,
 }
 
 impl Default for ByNameOptions {
@@ -103,6 +118,7 @@ impl Default for ByNameOptions {
             pool_maximum_size: None,
             arena_size: None,
             unchecked_frees: false,
+            sam_headroom: 1 << 30,
         }
     }
 }
@@ -131,6 +147,11 @@ impl ByNameOptions {
     /// Sets [`arena_size`](Self::arena_size).
     pub fn arena_size(mut self, bytes: usize) -> Self {
         self.arena_size = Some(bytes);
+        self
+    }
+    /// Sets [`sam_headroom`](Self::sam_headroom).
+    pub fn sam_headroom(mut self, bytes: usize) -> Self {
+        self.sam_headroom = bytes;
         self
     }
     /// Sets [`unchecked_frees`](Self::unchecked_frees).
@@ -205,6 +226,15 @@ fn pool(
     unchecked: bool,
     opts: &ByNameOptions,
 ) -> Result<PoolMemoryResource<SharedResource>> {
+    pool_over(upstream(simulated, opts), simulated, unchecked, opts)
+}
+
+fn pool_over(
+    upstream: SharedResource,
+    simulated: bool,
+    unchecked: bool,
+    opts: &ByNameOptions,
+) -> Result<PoolMemoryResource<SharedResource>> {
     let mut o = PoolOptions::default().unchecked_frees(unchecked);
     if let Some(initial) = opts.pool_initial_size {
         o = o.initial_pool_size(align_down(initial, 256));
@@ -214,7 +244,7 @@ fn pool(
         None if simulated => o = o.maximum_pool_size(align_down(opts.simulated_size, 256)),
         None => {}
     }
-    PoolMemoryResource::new(upstream(simulated, opts), o)
+    PoolMemoryResource::new(upstream, o)
 }
 
 fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result<SharedResource> {
@@ -223,20 +253,25 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
         None => (false, base),
     };
     let simulated = explicit || opts.simulate;
-    let gpu_only = matches!(base, "cuda" | "cuda_async" | "managed" | "pinned" | "vmpool");
+    let gpu_only = matches!(
+        base,
+        "cuda" | "cuda_async" | "managed" | "pinned" | "pinned_pool" | "vmpool"
+    );
     let sub_allocator = matches!(base, "pool" | "binning" | "arena" | "fixed_size");
-    if !(gpu_only || sub_allocator || base == "simulated") || (explicit && !sub_allocator) {
+    // Resources with a form over the simulated device.
+    let simulable = sub_allocator || matches!(base, "system" | "sam_headroom");
+    if !(gpu_only || simulable || base == "simulated") || (explicit && !simulable) {
         return Err(Error::InvalidArgument(format!(
             "unknown resource {name:?}; known: {}",
             known_names()
         )));
     }
-    if unchecked && !(sub_allocator || base == "vmpool") {
+    if unchecked && !(sub_allocator || matches!(base, "vmpool" | "pinned_pool")) {
         return Err(Error::InvalidArgument(format!(
             "resource {name:?}: {base} does not check frees, so it has no {UNCHECKED_SUFFIX} form"
         )));
     }
-    if (gpu_only || (sub_allocator && !simulated)) && (simulated || !crate::device::is_available()) {
+    if (gpu_only || (simulable && !simulated)) && (simulated || !crate::device::is_available()) {
         return Err(Error::Logic(format!(
             "resource {name:?} needs a GPU and {}",
             if simulated {
@@ -252,6 +287,19 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
         "cuda_async" => SharedResource::new(CudaAsyncMemoryResource::new()?),
         "managed" => SharedResource::new(ManagedMemoryResource::new()),
         "pinned" => SharedResource::new(PinnedHostMemoryResource::new()),
+        "pinned_pool" => SharedResource::new(pool_over(
+            SharedResource::new(PinnedHostMemoryResource::new()),
+            false,
+            unchecked,
+            opts,
+        )?),
+        "system" if simulated => SharedResource::new(SystemMemoryResource::without_gpu()),
+        "system" => SharedResource::new(SystemMemoryResource::new()?),
+        "sam_headroom" if simulated => SharedResource::new(SamHeadroomMemoryResource::simulated(
+            opts.sam_headroom,
+            SimulatedMemoryResource::new(opts.simulated_size),
+        )),
+        "sam_headroom" => SharedResource::new(SamHeadroomMemoryResource::new(opts.sam_headroom)?),
         "vmpool" => SharedResource::new(VirtualPoolMemoryResource::new(
             VirtualPoolOptions::default().unchecked_frees(unchecked),
         )?),
@@ -312,8 +360,14 @@ mod tests {
 
     #[test]
     fn unchecked_only_where_frees_are_checked() {
-        let e = resource("simulated_unchecked", &sim()).unwrap_err();
-        assert!(e.to_string().contains("no _unchecked form"), "{e}");
+        for name in [
+            "simulated_unchecked",
+            "simulated-system_unchecked",
+            "simulated-sam_headroom_unchecked",
+        ] {
+            let e = resource(name, &sim()).unwrap_err();
+            assert!(e.to_string().contains("no _unchecked form"), "{name}: {e}");
+        }
         assert!(resource("simulated-pool_unchecked", &sim()).is_ok());
         assert!(resource("statistics_simulated-arena_unchecked", &sim()).is_ok());
     }
@@ -326,6 +380,9 @@ mod tests {
             "simulated-binning",
             "simulated-arena",
             "simulated-fixed_size",
+            "simulated-system",
+            "simulated-sam_headroom",
+            "statistics_simulated-sam_headroom",
             "statistics_simulated-pool",
             "tracking_simulated-pool",
             "thread_safe_simulated-binning",
@@ -340,6 +397,11 @@ mod tests {
         // GPU-only ones refuse.
         let opts = sim().simulate(true);
         assert!(resource("binning", &opts).is_ok());
+        assert!(resource("system", &opts).unwrap().is_simulated());
+        assert!(resource("sam_headroom", &opts).unwrap().is_simulated());
+        let e = resource("pinned_pool", &opts).unwrap_err();
+        assert!(e.to_string().contains("needs a GPU"), "{e}");
+        assert!(resource("simulated-pinned_pool", &sim()).is_err());
         let e = resource("cuda", &opts).unwrap_err();
         assert!(
             matches!(e, Error::Logic(_)) && e.to_string().contains("needs a GPU"),
@@ -357,7 +419,10 @@ mod tests {
             "cuda_async",
             "managed",
             "pinned",
+            "pinned_pool",
             "vmpool",
+            "system",
+            "sam_headroom",
             "pool",
             "statistics_arena",
         ] {

@@ -8,7 +8,9 @@
 //! | [`ManagedMemoryResource`] | managed, `cuMemAllocManaged` | host and device accessible |
 //! | [`CudaAsyncMemoryResource`] | device, its own driver pool | stream ordered; release threshold, export handles |
 //! | [`CudaAsyncViewMemoryResource`] | device, an existing driver pool | does not own the pool |
-//! | [`PinnedHostMemoryResource`] | pinned host, `cuMemHostAlloc` | host and device accessible |
+//! | [`PinnedHostMemoryResource`] | pinned host, `cuMemHostAlloc` | host and device accessible; pool it with [`PoolMemoryResource`] |
+//! | [`SystemMemoryResource`] | system (pageable host), `std::alloc` | only where the GPU can access pageable memory (ATS, HMM) |
+//! | [`SamHeadroomMemoryResource`] | system, advised to device or host | keeps a headroom of device memory free |
 //! | [`CallbackMemoryResource`] | whatever the callbacks return | for tests and bridges |
 //! | [`SimulatedMemoryResource`] | none: addresses only | runs without a GPU; for tests and replays |
 //! | [`PoolMemoryResource`] | sub-allocated from any upstream | coalescing best fit, O(log n), per-stream free lists |
@@ -45,7 +47,8 @@
 //! ([`PoolMemoryResource`], [`FixedSizeMemoryResource`],
 //! [`VirtualPoolMemoryResource`], [`ArenaMemoryResource`],
 //! [`BinningMemoryResource`]), the [`LimitingAdaptor`], the
-//! [`StatisticsAdaptor`] and the [`SimulatedMemoryResource`] keep a record of the live allocations
+//! [`StatisticsAdaptor`], the [`SimulatedMemoryResource`], the
+//! [`SystemMemoryResource`] and the [`SamHeadroomMemoryResource`] keep a record of the live allocations
 //! (address → requested bytes, one hash operation per call) and check every
 //! free against it: a double free, a foreign, never-allocated or interior
 //! pointer, or a wrong size is logged at error level (resource, pointer,
@@ -76,7 +79,9 @@ pub mod per_device;
 mod pinned;
 mod pool;
 mod resource;
+mod sam_headroom;
 mod simulated;
+mod system;
 mod vm_pool;
 
 pub use adaptors::{
@@ -98,7 +103,9 @@ pub use per_device::{
 };
 pub use pinned::PinnedHostMemoryResource;
 pub use pool::{PoolMemoryResource, PoolOptions};
+pub use sam_headroom::SamHeadroomMemoryResource;
 pub use simulated::SimulatedMemoryResource;
+pub use system::SystemMemoryResource;
 pub use vm_pool::{VirtualPoolMemoryResource, VirtualPoolOptions};
 
 pub use detail::alignment::{check_base_alignment, check_pow2_alignment};

@@ -330,7 +330,8 @@ pub fn sync_twins(mr: &dyn MemoryResource) {
 
 /// The whole suite as `#[test]`s in a module named `$name`.
 ///
-/// `$kind` is `gpu` (skips without a GPU) or `cpu`. `$make` builds a fresh
+/// `$kind` is `gpu` (skips without a GPU), `pageable` (skips without a GPU
+/// that can access pageable memory) or `cpu`. `$make` builds a fresh
 /// resource (a `MemoryResource + Clone + 'static`). `$max` is the largest
 /// single allocation the suite tries (at least 1 GiB on real devices).
 #[macro_export]
@@ -408,4 +409,16 @@ macro_rules! conformance_suite {
         }
     };
     (@gate cpu) => {};
+    // A GPU that can access pageable memory (system memory resources);
+    // other GPUs skip (their constructors' error is tested on its own).
+    (@gate pageable) => {
+        if !rmm::testing::gpu_available_or_skip(module_path!()) {
+            return None;
+        }
+        let device = rmm::device::current_device().expect("current device");
+        if !rmm::device::supports_pageable_memory_access(device).expect("device attribute") {
+            rmm::testing::report_skip(module_path!(), &format!("{device} has no pageable memory access"));
+            return None;
+        }
+    };
 }

@@ -8,7 +8,7 @@
 //!   stream's arena, so its threads do not share a lock).
 //! * [`LiveSet`]: the same, sharded over several mutexes by address, for
 //!   resources and adaptors that have no lock of their own on the hot path
-//!   (binning, limiting).
+//!   (binning, limiting, the system and SAM headroom resources).
 //!
 //! A free is accepted only when its pointer is the start of a live
 //! allocation and its size is the size that allocation was requested with.
@@ -94,8 +94,8 @@ const SHARDS: usize = 64;
 ///
 /// Lock order: a shard lock is a leaf. It is held only for one hash
 /// operation, never while another lock of ours is taken, never across an
-/// upstream or driver call; its callers (binning, limiting) hold no other
-/// lock when they take it.
+/// upstream or driver call; its callers (binning, limiting, the system and
+/// SAM headroom resources) hold no other lock when they take it.
 #[derive(Debug)]
 pub(crate) struct LiveSet {
     shards: Box<[Shard]>,
@@ -156,7 +156,6 @@ impl LiveSet {
     }
 
     /// Number of live allocations.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.shards
             .iter()

@@ -2,8 +2,8 @@
 //! shared by the pool, fixed-size and virtual pool resources and the shell
 //! around it (shared state, `MemoryResource` forwarding), the free lists
 //! and live-allocation records they keep, the arena resource's book, and
-//! small helpers (alignment checks, device binding), and the recycling of
-//! driver pools.
+//! small helpers (alignment checks, device binding), the recycling of
+//! driver pools, and the headroom decision of the SAM headroom resource.
 //!
 //! Only [`free_list`] and the alignment checks are public, re-exported by
 //! [`crate::mr`] at their old paths.
@@ -13,6 +13,7 @@ pub(crate) mod arena_book;
 mod device;
 pub(crate) mod driver_pools;
 pub mod free_list;
+pub(crate) mod headroom;
 pub(crate) mod live_set;
 pub(crate) mod shell;
 pub(crate) mod stream_ordered;
