@@ -83,9 +83,9 @@ unsafe fn copy_sync(
     stream.synchronize()
 }
 
-/// A host array's writable data pointer and byte size, for objects with a
-/// C-contiguous `__array_interface__` (NumPy), else None.
-fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
+/// The `data` entry of an object's `__array_interface__` (NumPy and alike)
+/// and whether the array is C-contiguous; None for objects without one.
+fn array_interface<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<(Bound<'py, PyAny>, bool)>> {
     let Ok(iface) = obj.getattr("__array_interface__") else {
         return Ok(None);
     };
@@ -93,6 +93,19 @@ fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
         return Ok(None);
     };
     let Some(data) = iface.get_item("data")? else {
+        return Ok(None);
+    };
+    let contiguous = match iface.get_item("strides")? {
+        Some(strides) if !strides.is_none() => obj.getattr("flags")?.getattr("c_contiguous")?.is_truthy()?,
+        _ => true,
+    };
+    Ok(Some((data, contiguous)))
+}
+
+/// A host array's writable data pointer and byte size, for objects with a
+/// C-contiguous `__array_interface__` (NumPy), else None.
+fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
+    let Some((data, contiguous)) = array_interface(obj)? else {
         return Ok(None);
     };
     let (ptr, readonly): (u64, bool) = data.extract()?;
@@ -101,12 +114,10 @@ fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
             "copy_to_host: the target array is read-only",
         ));
     }
-    if let Some(strides) = iface.get_item("strides")? {
-        if !strides.is_none() && !obj.getattr("flags")?.getattr("c_contiguous")?.is_truthy()? {
-            return Err(PyValueError::new_err(
-                "copy_to_host: the target array is not C-contiguous",
-            ));
-        }
+    if !contiguous {
+        return Err(PyValueError::new_err(
+            "copy_to_host: the target array is not C-contiguous",
+        ));
     }
     let nbytes: usize = obj.getattr("nbytes")?.extract()?;
     Ok(Some((ptr, nbytes)))
@@ -115,22 +126,14 @@ fn host_array_target(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
 /// A host array's data pointer and byte size, for objects with a
 /// C-contiguous `__array_interface__` (NumPy), read-only ones included.
 fn host_array_source(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
-    let Ok(iface) = obj.getattr("__array_interface__") else {
-        return Ok(None);
-    };
-    let Ok(iface) = iface.cast_into::<PyDict>() else {
-        return Ok(None);
-    };
-    let Some(data) = iface.get_item("data")? else {
+    let Some((data, contiguous)) = array_interface(obj)? else {
         return Ok(None);
     };
     let Ok((ptr, _readonly)) = data.extract::<(u64, bool)>() else {
         return Ok(None);
     };
-    if let Some(strides) = iface.get_item("strides")? {
-        if !strides.is_none() && !obj.getattr("flags")?.getattr("c_contiguous")?.is_truthy()? {
-            return Ok(None); // copied through memoryview.tobytes() instead
-        }
+    if !contiguous {
+        return Ok(None); // copied through memoryview.tobytes() instead
     }
     let nbytes: usize = obj.getattr("nbytes")?.extract()?;
     Ok(Some((ptr, nbytes)))
