@@ -104,6 +104,21 @@ static CUmemoryPool make_pool(void) {
   return pool;
 }
 
+/* Mixes 'r' and 'w': a pool from the recycled list, or a new one. */
+static CUmemoryPool take_recycled(void) {
+  CUmemoryPool pool = NULL;
+  pthread_mutex_lock(&recycle_mu);
+  if (nrecycled) pool = recycled[--nrecycled];
+  pthread_mutex_unlock(&recycle_mu);
+  return pool ? pool : make_pool();
+}
+
+static void put_recycled(CUmemoryPool pool) {
+  pthread_mutex_lock(&recycle_mu);
+  recycled[nrecycled++] = pool;
+  pthread_mutex_unlock(&recycle_mu);
+}
+
 /* Device 1's primary context into ctx1, made by the first caller. */
 static void device1_context(int t, const char *label) {
   pthread_mutex_lock(&once_lock);
@@ -341,32 +356,20 @@ static void *worker(void *arg) {
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
       break; }
     case 'w': {
-      CUmemoryPool pool = NULL;
-      pthread_mutex_lock(&recycle_mu);
-      if (nrecycled) pool = recycled[--nrecycled];
-      pthread_mutex_unlock(&recycle_mu);
-      if (!pool) { where[t] = "w: cuMemPoolCreate"; pool = make_pool(); }
+      where[t] = "w: take a recycled pool or cuMemPoolCreate"; CUmemoryPool pool = take_recycled();
       where[t] = "w: cuMemAllocFromPoolAsync(legacy)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, CU_STREAM_LEGACY));
       where[t] = "w: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, 4096, CU_STREAM_LEGACY));
       where[t] = "w: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
       where[t] = "w: cuMemFreeAsync(legacy)"; CK(cuMemFreeAsync(p, CU_STREAM_LEGACY));
       where[t] = "w: cuMemPoolTrimTo"; CK(cuMemPoolTrimTo(pool, 0));
-      pthread_mutex_lock(&recycle_mu);
-      recycled[nrecycled++] = pool;
-      pthread_mutex_unlock(&recycle_mu);
+      put_recycled(pool);
       break; }
     case 'r': {
-      CUmemoryPool pool = NULL;
-      pthread_mutex_lock(&recycle_mu);
-      if (nrecycled) pool = recycled[--nrecycled];
-      pthread_mutex_unlock(&recycle_mu);
-      if (!pool) { where[t] = "r: cuMemPoolCreate"; pool = make_pool(); }
+      where[t] = "r: take a recycled pool or cuMemPoolCreate"; CUmemoryPool pool = take_recycled();
       where[t] = "r: cuMemPoolTrimTo(take)"; CK(cuMemPoolTrimTo(pool, 0));
       legacy_joined(t, pool, &p);
       where[t] = "r: cuMemPoolTrimTo(give back)"; CK(cuMemPoolTrimTo(pool, 0));
-      pthread_mutex_lock(&recycle_mu);
-      recycled[nrecycled++] = pool;
-      pthread_mutex_unlock(&recycle_mu);
+      put_recycled(pool);
       break; }
     case 'f': {
       static __thread CUmemoryPool own; if (!own) own = make_pool();
