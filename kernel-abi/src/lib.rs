@@ -59,7 +59,7 @@ pub struct NumericKernels {
     /// `rmm_reduce_max_*(input, n, out)`.
     pub reduce_max: &'static str,
     /// `rmm_scan_*(input, output, n, state, mode)`: the single-pass scan
-    /// (decoupled look-back); `state` is laid out as [`scan`](crate::scan) says, `mode`
+    /// (decoupled look-back); `state` is laid out as [`scan`] says, `mode`
     /// holds [`scan::MODE_INCLUSIVE`] or not.
     pub scan: &'static str,
 }
@@ -114,17 +114,17 @@ pub mod numeric {
 /// The single-pass scan (`kernels/src/scan.rs`): tiling, mode bit, and the
 /// layout of its tile state (the tile counter and the tiles' descriptors).
 ///
-/// The state is one 8-byte aligned scratch buffer of [`state_bytes`] bytes
+/// The state is one 8-byte aligned scratch buffer of [`state_bytes`](scan::state_bytes) bytes
 /// (a multiple of 8) whose first
-/// [`zeroed_bytes`] bytes are zero when the kernel starts (the host clears
+/// [`zeroed_bytes`](scan::zeroed_bytes) bytes are zero when the kernel starts (the host clears
 /// them in stream order before each launch):
 ///
 /// | offset | what |
 /// |---|---|
 /// | 0 | the tile counter: a `u32` each block takes its tile index from |
-/// | [`HEADER_BYTES`] | 32-bit elements: one `u64` descriptor per tile, `status << 32 \| value bits` |
-/// | [`HEADER_BYTES`] | 64-bit elements: one `u32` status per tile |
-/// | [`values_offset`] | 64-bit elements only: `tiles` aggregates, then `tiles` inclusive prefixes (`u64` bits, never need zeroing) |
+/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 32-bit elements: one `u64` descriptor per tile, `status << 32 \| value bits` |
+/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 64-bit elements: one `u32` status per tile |
+/// | [`values_offset`](scan::values_offset) | 64-bit elements only: `tiles` aggregates, then `tiles` inclusive prefixes (`u64` bits, never need zeroing) |
 pub mod scan {
     /// Consecutive elements per thread in a tile.
     pub const ITEMS: usize = 8;
