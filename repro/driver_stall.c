@@ -49,6 +49,8 @@
  *   w as W (pools straight on the legacy stream, no per-thread stand-in) but
  *              with pools recycled as in 'r': if it runs, rmm's stand-in and its
  *              event joins (pool_stream in rmm/src/mr/cuda_async.rs) could go
+ *   v as V (one non-default stream shared by every thread) with pools recycled
+ *              as in 'w': whether sharing a stream of one's own is safe too
  *   f as F with one pool per thread made once and kept (as rmm keeps a resource's pool)
  *   g as F with one pool shared by every thread, made once (rmm's default cuda_async)
  *   x two devices, as the container test with device 1 current does: device 1's
@@ -104,7 +106,7 @@ static CUmemoryPool make_pool(void) {
   return pool;
 }
 
-/* Mixes 'r' and 'w': a pool from the recycled list, or a new one. */
+/* Mixes 'r', 'w' and 'v': a pool from the recycled list, or a new one. */
 static CUmemoryPool take_recycled(void) {
   CUmemoryPool pool = NULL;
   pthread_mutex_lock(&recycle_mu);
@@ -355,13 +357,15 @@ static void *worker(void *arg) {
       legacy_joined(t, pool, &p);
       where[t] = "F: cuMemPoolDestroy"; CK(cuMemPoolDestroy(pool));
       break; }
-    case 'w': {
-      where[t] = "w: take a recycled pool or cuMemPoolCreate"; CUmemoryPool pool = take_recycled();
-      where[t] = "w: cuMemAllocFromPoolAsync(legacy)"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, CU_STREAM_LEGACY));
-      where[t] = "w: cuMemsetD8Async(legacy)"; CK(cuMemsetD8Async(p, 7, 4096, CU_STREAM_LEGACY));
-      where[t] = "w: cuStreamSynchronize(legacy)"; CK(cuStreamSynchronize(CU_STREAM_LEGACY));
-      where[t] = "w: cuMemFreeAsync(legacy)"; CK(cuMemFreeAsync(p, CU_STREAM_LEGACY));
-      where[t] = "w: cuMemPoolTrimTo"; CK(cuMemPoolTrimTo(pool, 0));
+    case 'w': case 'v': {
+      /* w: the legacy stream; v: one non-default stream shared by every thread */
+      CUstream on = k == 'v' ? shared_stream : CU_STREAM_LEGACY;
+      where[t] = "w/v: take a recycled pool or cuMemPoolCreate"; CUmemoryPool pool = take_recycled();
+      where[t] = "w/v: cuMemAllocFromPoolAsync"; CK(cuMemAllocFromPoolAsync(&p, 4096, pool, on));
+      where[t] = "w/v: cuMemsetD8Async"; CK(cuMemsetD8Async(p, 7, 4096, on));
+      where[t] = "w/v: cuStreamSynchronize"; CK(cuStreamSynchronize(on));
+      where[t] = "w/v: cuMemFreeAsync"; CK(cuMemFreeAsync(p, on));
+      where[t] = "w/v: cuMemPoolTrimTo"; CK(cuMemPoolTrimTo(pool, 0));
       put_recycled(pool);
       break; }
     case 'r': {

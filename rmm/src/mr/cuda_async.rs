@@ -9,7 +9,7 @@ use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
-use crate::stream::{stream_wait, CudaStreamView};
+use crate::stream::CudaStreamView;
 
 /// Which shareable handle the driver pool's memory can be exported as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -285,26 +285,13 @@ fn pool_allocate(
         return Ok(DevicePtr::NULL);
     }
     ensure_current(what, device)?;
-    let on = pool_stream(stream);
-    let p = driver::mem_alloc_from_pool_async(bytes, pool, on.as_raw()).map_err(|e| match e {
+    driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| match e {
         Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
             requested,
             reason: format!("{what}: {reason}"),
         },
         other => other,
-    })?;
-    if on != stream {
-        // Later work of the legacy stream (and so of every blocking stream)
-        // runs after the allocation, as if it had been made there.
-        if let Err(e) = stream_wait(stream, on) {
-            // SAFETY: allocated just above on `on`, never used.
-            if let Err(f) = unsafe { driver::mem_free_async(p, on.as_raw()) } {
-                log::error!("{what}: cuMemFreeAsync({p}) after a failed stream join failed: {f}");
-            }
-            return Err(e);
-        }
-    }
-    Ok(p)
+    })
 }
 
 /// # Safety
@@ -320,49 +307,11 @@ unsafe fn pool_deallocate(what: &'static str, device: DeviceId, ptr: DevicePtr, 
             DeviceGuard::new(device).ok()
         }
     };
-    let on = pool_stream(stream);
-    if on != stream {
-        // The free runs after all current work of the legacy stream (and so
-        // of every blocking stream), as a free on the legacy stream would.
-        if let Err(e) = stream_wait(on, stream) {
-            log::warn!("{what}: joining the legacy stream failed ({e}); synchronising it instead");
-            if let Err(e) = driver::stream_synchronize(stream.as_raw()) {
-                log::error!("{what}: synchronising the legacy stream failed: {e}; {ptr} leaked");
-                drop(guard);
-                return;
-            }
-        }
-    }
     // SAFETY: the caller guarantees `ptr` came from this pool and that
-    // `stream` follows its last use; `on` is `stream`, or its stand-in
-    // ordered after it (above).
-    let freed = unsafe { driver::mem_free_async(ptr, on.as_raw()) };
+    // `stream` follows its last use.
+    let freed = unsafe { driver::mem_free_async(ptr, stream.as_raw()) };
     if let Err(e) = freed {
         log::error!("{what}: cuMemFreeAsync({ptr}) failed: {e}");
     }
     drop(guard);
-}
-
-/// The stream handed to the driver's pool calls for `stream`.
-///
-/// A stream shared by several threads is never given to a driver pool by
-/// this crate: with several threads allocating from and freeing to pools on
-/// one stream, the legacy default stream or any other, the driver deadlocks
-/// (driver 580.159, H200; `repro/driver_stall.c`, mixes `W` and `V`, stall
-/// within seconds with every thread inside cuMemFreeAsync or
-/// cuStreamSynchronize, where the same calls on each thread's own stream,
-/// mixes `U` and `J`, run on). The legacy default stream, which every
-/// thread shares, is replaced by the calling thread's per-thread default
-/// stream, joined to the legacy stream with events both ways by the
-/// callers (an allocation is followed by "legacy waits for it", a free is
-/// preceded by "it waits for legacy"), so that the legacy stream's implicit
-/// synchronisation with every blocking stream holds as if the pool had been
-/// called on it: memory allocated and freed there is valid in the legacy
-/// stream's order, as RMM's contract asks.
-fn pool_stream(stream: CudaStreamView<'_>) -> CudaStreamView<'_> {
-    if stream.is_default() {
-        CudaStreamView::PER_THREAD
-    } else {
-        stream
-    }
 }
