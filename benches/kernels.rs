@@ -301,6 +301,27 @@ fn run() -> Res<()> {
             return Err(format!("exclusive_scan of sevens gave {got:?}").into());
         }
     }
+    {
+        let m = n / 2;
+        let a = Buf::new(&mr, m * 8, stream)?;
+        let mut b = Buf::new(&mr, m * 8, stream)?;
+        // SAFETY: `a` holds `m` u64.
+        unsafe { fill::fill_raw::<u64>(a.ptr, m, 7, stream)? };
+        let sec = timer.best(20, || {
+            Ok(scan::exclusive_scan::<u64>(a.span(), b.span_mut(), &policy)?)
+        })?;
+        row(
+            "exclusive_scan",
+            "u64 n=2^27",
+            sec,
+            2.0 * m as f64 * 8.0 / sec / 1e9,
+            "GB/s",
+        );
+        let got: Vec<u64> = b.download(4)?;
+        if got != [0, 7, 14, 21] {
+            return Err(format!("exclusive_scan of u64 sevens gave {got:?}").into());
+        }
+    }
 
     for log_n in [20, 24, 28] {
         bench_sort::<u32>(&mr, &policy, &timer, log_n, false)?;

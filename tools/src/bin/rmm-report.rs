@@ -34,6 +34,7 @@ enum Command {
     /// (impl,kernel,params,seconds,throughput,unit; `cupy`/`torch` are the
     /// anchors); files may be concatenated, headers may repeat. At least one of
     /// --alloc / --kernels. Writes alloc_ns_per_op.svg, alloc_ratio_to_rmm.svg,
+    /// alloc_threads.svg (when there are thread-scaling rows),
     /// kernel_throughput.svg and summary.md into the --out folder.
     Charts(ChartsArgs),
     /// A memory timeline of an event log.

@@ -141,7 +141,7 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-fn resource_rank(resource: &str) -> (usize, String) {
+pub(super) fn resource_rank(resource: &str) -> (usize, String) {
     let rank = RESOURCE_ORDER
         .iter()
         .position(|r| *r == resource)
@@ -340,7 +340,7 @@ fn workload_order(points: &[AllocPoint]) -> Vec<(String, String)> {
 }
 
 /// Impls in display order: project implementations (alphabetical), then RMM.
-fn impl_order<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(super) fn impl_order<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut set: Vec<String> = names.map(str::to_string).collect();
     set.sort();
     set.dedup();
@@ -355,7 +355,7 @@ fn hue(index: usize) -> RGBColor {
 
 /// The hue of a resource lightened for the `variant`-th implementation of
 /// `variants` (0 = the project, full colour; the last = RMM, lightest).
-fn shade(base: RGBColor, variant: usize, variants: usize) -> RGBColor {
+pub(super) fn shade(base: RGBColor, variant: usize, variants: usize) -> RGBColor {
     if variants <= 1 {
         return base;
     }
@@ -364,7 +364,7 @@ fn shade(base: RGBColor, variant: usize, variants: usize) -> RGBColor {
     RGBColor(mix(base.0), mix(base.1), mix(base.2))
 }
 
-fn chart_err<E: std::error::Error>(what: &str) -> impl Fn(E) -> ReportError + '_ {
+pub(super) fn chart_err<E: std::error::Error>(what: &str) -> impl Fn(E) -> ReportError + '_ {
     move |e| ReportError::Chart {
         what: what.into(),
         message: e.to_string(),
@@ -372,7 +372,7 @@ fn chart_err<E: std::error::Error>(what: &str) -> impl Fn(E) -> ReportError + '_
 }
 
 /// Bounds of a log axis around `values` (whole powers of ten).
-fn log_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+pub(super) fn log_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo > hi {
         return (0.1, 10.0);
@@ -650,7 +650,7 @@ pub fn alloc_chart_svg(points: &[AllocPoint]) -> Result<String, ReportError> {
 
 /// The hue of a resource: fixed for the resources of WORKLOADS.md, the next
 /// hues for others (by their position among the unknown ones in `all`).
-fn resource_hue(resource: &str, all: &[String]) -> RGBColor {
+pub(super) fn resource_hue(resource: &str, all: &[String]) -> RGBColor {
     match RESOURCE_ORDER.iter().position(|r| *r == resource) {
         Some(rank) => hue(rank),
         None => {
@@ -915,6 +915,8 @@ pub const ALLOC_CHART: &str = "alloc_ns_per_op.svg";
 /// See [`ALLOC_CHART`].
 pub const RATIO_CHART: &str = "alloc_ratio_to_rmm.svg";
 /// See [`ALLOC_CHART`].
+pub const THREADS_CHART: &str = "alloc_threads.svg";
+/// See [`ALLOC_CHART`].
 pub const KERNEL_CHART: &str = "kernel_throughput.svg";
 /// See [`ALLOC_CHART`].
 pub const SUMMARY: &str = "summary.md";
@@ -947,6 +949,12 @@ pub fn write_charts(
         } else {
             let path = out_dir.join(RATIO_CHART);
             write_text(&path, &ratio_chart_svg(&out.alloc_ratios)?)?;
+            out.written.push(path);
+        }
+        let lines = super::scaling::scaling_series(&points);
+        if !lines.is_empty() {
+            let path = out_dir.join(THREADS_CHART);
+            write_text(&path, &super::scaling::threads_chart_svg(&lines)?)?;
             out.written.push(path);
         }
     } else if !alloc.is_empty() {
