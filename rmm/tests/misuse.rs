@@ -429,11 +429,9 @@ fn model_binning() {
         mr: &mr,
         size: small,
         max_live: 300,
-        // The bins are fixed-size resources that count their own refusals
-        // (not reachable from here): the log counter shows them.
-        snapshot: Box::new(|| vec![sim.allocated_bytes(), sim.live_allocations()]),
+        snapshot: Box::new(|| vec![sim.allocated_bytes(), sim.live_allocations(), mr.cached_bytes()]),
         consistent: Box::new(|_| Ok(())),
-        refused: None,
+        refused: Some(Box::new(|| mr.bad_frees())),
         foreign: foreign.clone(),
     };
     drive(&sub, STEPS, 3);
@@ -1035,7 +1033,7 @@ fn binning_wrong_size_that_picks_another_bin_or_the_upstream_is_refused() {
     }
     assert_eq!(errors() - e0, 5);
     assert_eq!((sim.allocated_bytes(), sim.bad_frees()), (held, 0));
-    assert_eq!(mr.bad_frees(), 3, "the upstream-routed ones");
+    assert_eq!(mr.bad_frees(), 5, "every refusal is counted here");
     fill_and_check(&mr, &[(small, 1000), (big, MIB)], 200, 1000);
     // SAFETY: allocated above with these arguments.
     unsafe {

@@ -527,6 +527,112 @@ fn binning_add_bin_with_resource_and_after_clone() {
     ));
 }
 
+#[test]
+fn binning_reuses_a_freed_block_on_its_own_stream_only() {
+    let mr = BinningMemoryResource::with_fixed_bins(sim(), 10, 12).unwrap();
+    let (a, b) = (fake_stream(1), fake_stream(2));
+    let p = mr.allocate(1500, 256, a).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe { mr.deallocate(p, 1500, 256, a) };
+    assert_eq!(
+        mr.cached_bytes(),
+        2048,
+        "waits in stream a's cache of the 2 KiB bin"
+    );
+    let on_b = mr.allocate(2000, 256, b).unwrap();
+    assert_ne!(on_b, p, "another stream does not get it");
+    let on_a = mr.allocate(1025, 256, a).unwrap();
+    assert_eq!(on_a, p, "the same stream and size class does");
+    assert_eq!(mr.cached_bytes(), 0);
+    // SAFETY: allocated above with these arguments.
+    unsafe {
+        mr.deallocate(on_b, 2000, 256, b);
+        mr.deallocate(on_a, 1025, 256, a);
+    }
+    assert_eq!(mr.cached_bytes(), 4096);
+    assert_eq!(mr.bad_frees(), 0);
+}
+
+#[test]
+fn binning_refuses_a_double_free_of_a_cached_block() {
+    let mr = BinningMemoryResource::with_fixed_bins(sim(), 10, 12).unwrap();
+    let p = mr.allocate(1000, 256, S).unwrap();
+    // SAFETY: the second free is the misuse under test, which must be ignored.
+    unsafe {
+        mr.deallocate(p, 1000, 256, S);
+        mr.deallocate(p, 1000, 256, S);
+    }
+    assert_eq!(mr.bad_frees(), 1);
+    assert_eq!(mr.cached_bytes(), 1024, "cached once");
+    let x = mr.allocate(1000, 256, S).unwrap();
+    let y = mr.allocate(1000, 256, S).unwrap();
+    assert_ne!(x, y, "the block is handed out once");
+    // SAFETY: allocated above with these arguments.
+    unsafe {
+        mr.deallocate(x, 1000, 256, S);
+        mr.deallocate(y, 1000, 256, S);
+    }
+}
+
+#[test]
+fn binning_returns_cached_blocks_to_a_bin_that_runs_out() {
+    // One 1 KiB bin whose first chunk (128 blocks) is all the upstream has
+    // room for, so the bin cannot grow.
+    let upstream = SimulatedMemoryResource::new(128 * 1024 + 64 * 1024);
+    let mr = BinningMemoryResource::with_fixed_bins(upstream.clone(), 10, 10).unwrap();
+    let (a, b) = (fake_stream(1), fake_stream(2));
+    let blocks: Vec<DevicePtr> = (0..128).map(|_| mr.allocate(1024, 256, a).unwrap()).collect();
+    assert!(
+        mr.allocate(1024, 256, a).unwrap_err().is_bad_alloc(),
+        "the bin is full"
+    );
+    for &p in &blocks[..40] {
+        // SAFETY: allocated above with these arguments.
+        unsafe { mr.deallocate(p, 1024, 256, a) };
+    }
+    assert_eq!(mr.cached_bytes(), 40 * 1024, "all 40 in stream a's cache");
+    // Stream b finds no free block in the bin: the caches go back to it.
+    let q = mr.allocate(1024, 256, b).unwrap();
+    assert!(blocks[..40].contains(&q));
+    assert_eq!(mr.cached_bytes(), 0);
+    let more: Vec<DevicePtr> = (0..39).map(|_| mr.allocate(1024, 256, b).unwrap()).collect();
+    assert!(mr.allocate(1024, 256, b).unwrap_err().is_bad_alloc());
+    // SAFETY: allocated above with these arguments.
+    unsafe {
+        for &p in blocks[40..].iter().chain(&more).chain([&q]) {
+            mr.deallocate(p, 1024, 256, b);
+        }
+    }
+    assert_eq!(mr.bad_frees(), 0);
+    drop(mr);
+    assert_eq!((upstream.allocated_bytes(), upstream.bad_frees()), (0, 0));
+}
+
+#[test]
+fn binning_cache_budget_bounds_what_waits() {
+    let mr = BinningMemoryResource::with_fixed_bins(sim(), 10, 10)
+        .unwrap()
+        .with_cache_budget(4 * 1024)
+        .unwrap();
+    let blocks: Vec<DevicePtr> = (0..10).map(|_| mr.allocate(1024, 256, S).unwrap()).collect();
+    for &p in &blocks {
+        // SAFETY: allocated above with these arguments.
+        unsafe { mr.deallocate(p, 1024, 256, S) };
+    }
+    assert_eq!(mr.cached_bytes(), 4 * 1024, "the rest went back to the bin");
+    let none = BinningMemoryResource::with_fixed_bins(sim(), 10, 10)
+        .unwrap()
+        .with_cache_budget(0)
+        .unwrap();
+    let p = none.allocate(1024, 256, S).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe { none.deallocate(p, 1024, 256, S) };
+    assert_eq!(none.cached_bytes(), 0);
+    let shared = none.clone();
+    assert!(matches!(none.with_cache_budget(1), Err(Error::Logic(_))));
+    drop(shared);
+}
+
 // ---------------------------------------------------------------------------
 // Arena
 // ---------------------------------------------------------------------------

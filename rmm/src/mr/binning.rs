@@ -4,6 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::detail::live_set::LiveSet;
+use super::detail::quiesce_device;
+use super::detail::stream_cache::StreamCache;
 use super::{
     check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource,
 };
@@ -13,14 +15,23 @@ use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
+/// One bin: requests up to `size` bytes.
+struct Bin {
+    size: usize,
+    resource: SharedResource,
+    /// A fixed-size resource made here, which trusts its frees (this
+    /// resource checks them all) and whose blocks go through the caches.
+    made_here: bool,
+}
+
 struct BinningInner<U> {
     upstream: U,
-    /// Bins by increasing size, each with whether it checks its own frees
-    /// (the fixed-size bins made here do).
-    bins: Vec<(usize, SharedResource, bool)>,
-    /// Live allocations served by the upstream or by bins that were handed
-    /// in (which may trust frees).
+    /// Bins by increasing size.
+    bins: Vec<Bin>,
+    /// Every live allocation, whoever served it.
     live: LiveSet,
+    /// Freed blocks of the bins made here, per stream.
+    cache: StreamCache,
 }
 
 /// Routes each request to the smallest bin that holds it, and larger ones
@@ -30,11 +41,23 @@ struct BinningInner<U> {
 /// [`FixedSizeMemoryResource`] of that block size over the upstream, and
 /// [`with_fixed_bins`](Self::with_fixed_bins) makes one per power of two.
 /// A free must name the size it was allocated with (to find the bin).
-/// Misuse is detected, never trusted: the fixed-size bins made here check
-/// their own frees, and allocations served by the upstream or by bins
-/// handed to [`add_bin`](Self::add_bin) are recorded here; a double free, a
-/// foreign, never-allocated or interior pointer, or a wrong size (which
-/// would pick another bin) is logged at error level and ignored.
+/// Misuse is detected, never trusted: every allocation is recorded here
+/// (in a record sharded by address, so threads do not share its lock); a
+/// double free, a foreign, never-allocated or interior pointer, or a wrong
+/// size (which would pick another bin) is logged at error level and ignored.
+///
+/// Threads scale: a block of a bin made here that is freed on stream S
+/// waits in S's cache for that bin and serves the next request of that
+/// size class on S without touching the bin (stream order makes the reuse
+/// safe, as in the bins' own per-stream free lists), so threads on their
+/// own streams share no lock and make no driver call on that path. Each
+/// (stream, bin) cache holds at most 16 MiB of blocks (at least 4, at most
+/// 64 blocks) and all of them together [`DEFAULT_CACHE_BUDGET`](Self::DEFAULT_CACHE_BUDGET) (see
+/// [`with_cache_budget`](Self::with_cache_budget)); beyond that, and for
+/// bins handed to [`add_bin`](Self::add_bin), blocks go back to their bin.
+/// When a bin runs out of memory, every cached block returns to its bin
+/// (after a device synchronisation, since the streams that freed them may
+/// be gone) and the request is retried once.
 /// Zero-byte requests return null. Bins are added before the resource is
 /// shared: `add_bin` takes `&mut self` and fails on a resource that has
 /// been cloned, so the allocation path needs no lock.
@@ -74,6 +97,11 @@ impl<U: MemoryResource> fmt::Debug for BinningMemoryResource<U> {
 }
 
 impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
+    /// Bytes the per-stream caches hold at most, all bins and streams
+    /// together, unless [`with_cache_budget`](Self::with_cache_budget) says
+    /// otherwise: 1 GiB.
+    pub const DEFAULT_CACHE_BUDGET: usize = 1 << 30;
+
     /// A resource without bins: everything goes to the upstream until
     /// [`add_bin`](Self::add_bin) is called.
     pub fn new(upstream: U) -> Self {
@@ -82,6 +110,7 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
                 upstream,
                 bins: Vec::new(),
                 live: LiveSet::default(),
+                cache: StreamCache::new(Self::DEFAULT_CACHE_BUDGET),
             }),
         }
     }
@@ -122,29 +151,60 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
                 "BinningMemoryResource::add_bin on a shared resource: add bins before cloning it".into(),
             ));
         };
-        let at = match inner.bins.binary_search_by_key(&size, |(s, _, _)| *s) {
+        let at = match inner.bins.binary_search_by_key(&size, |b| b.size) {
             Ok(_) => return Ok(()),
             Err(at) => at,
         };
-        let (resource, checks_frees) = match resource {
+        let (resource, made_here) = match resource {
             Some(r) => (r, false),
             None => (
                 SharedResource::new(FixedSizeMemoryResource::new(
                     inner.upstream.clone(),
-                    FixedSizeOptions::default().block_size(size),
+                    // Trusted: every free is checked here first.
+                    FixedSizeOptions::default().block_size(size).unchecked_frees(true),
                 )?),
                 true,
             ),
         };
-        inner.bins.insert(at, (size, resource, checks_frees));
+        inner.bins.insert(
+            at,
+            Bin {
+                size,
+                resource,
+                made_here,
+            },
+        );
         Ok(())
+    }
+
+    /// Sets the most bytes the per-stream caches hold together (0: no
+    /// caching, every free goes to its bin as in RMM).
+    ///
+    /// # Errors
+    /// [`Error::Logic`] when the resource has been cloned already.
+    ///
+    /// ```
+    /// use rmm::mr::{BinningMemoryResource, SimulatedMemoryResource};
+    /// let sim = SimulatedMemoryResource::new(1 << 30);
+    /// let mr = BinningMemoryResource::with_fixed_bins(sim, 10, 12)?.with_cache_budget(0)?;
+    /// assert_eq!(mr.cached_bytes(), 0);
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn with_cache_budget(mut self, bytes: usize) -> Result<Self> {
+        let Some(inner) = Arc::get_mut(&mut self.inner) else {
+            return Err(Error::Logic(
+                "BinningMemoryResource::with_cache_budget on a shared resource: set it before cloning".into(),
+            ));
+        };
+        inner.cache = StreamCache::new(bytes);
+        Ok(self)
     }
 }
 
 impl<U: MemoryResource> BinningMemoryResource<U> {
     /// The bin sizes, increasing.
     pub fn bin_sizes(&self) -> Vec<usize> {
-        self.inner.bins.iter().map(|(s, _, _)| *s).collect()
+        self.inner.bins.iter().map(|b| b.size).collect()
     }
 
     /// The upstream resource (for requests larger than every bin).
@@ -152,18 +212,61 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
         &self.inner.upstream
     }
 
-    /// The bin for `bytes` (and whether it checks its own frees), or `None`
-    /// for the upstream.
-    fn route(&self, bytes: usize) -> Option<(&SharedResource, bool)> {
+    /// The bin for `bytes` and its index, or `None` for the upstream.
+    fn route(&self, bytes: usize) -> Option<(usize, &Bin)> {
         let bins = &self.inner.bins;
-        let i = bins.partition_point(|(s, _, _)| *s < bytes);
-        bins.get(i).map(|(_, r, checked)| (r, *checked))
+        let i = bins.partition_point(|b| b.size < bytes);
+        bins.get(i).map(|b| (i, b))
     }
 
-    /// Frees refused here so far (those routed to the upstream or to bins
-    /// that were handed in; the fixed-size bins made here count their own).
+    /// Frees refused so far (every refusal, whichever bin or the upstream
+    /// the size names).
     pub fn bad_frees(&self) -> usize {
         self.inner.live.bad_frees()
+    }
+
+    /// Bytes of freed blocks waiting in the per-stream caches.
+    pub fn cached_bytes(&self) -> usize {
+        self.inner.cache.cached_bytes()
+    }
+
+    /// A block from bin `i` (made here), retried once after the caches
+    /// went back to the bins when the bin is out of memory.
+    fn bin_allocate(&self, bin: &Bin, stream: CudaStreamView) -> Result<DevicePtr> {
+        match bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream) {
+            Err(e) if e.is_bad_alloc() && self.inner.cache.cached_bytes() > 0 => {
+                self.return_cached(stream);
+                bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            }
+            other => other,
+        }
+    }
+
+    /// Hands every cached block back to its bin. The streams that freed
+    /// them may be gone, so the device is synchronised first (every use of
+    /// every block is then over) and the blocks are freed on `stream`.
+    fn return_cached(&self, stream: CudaStreamView) {
+        let bins = &self.inner.bins;
+        let blocks = self.inner.cache.drain(|i| bins[i].size);
+        if blocks.is_empty() {
+            return;
+        }
+        let _device = quiesce_device(
+            "BinningMemoryResource",
+            "before returning cached blocks to the bins",
+            self.device(),
+            self.is_simulated(),
+        );
+        for (i, addr) in blocks {
+            let bin = &bins[i];
+            // SAFETY: the block came from this bin, was freed by its user
+            // (checked against the live record) and is idle: the device
+            // was synchronised above.
+            unsafe {
+                bin.resource
+                    .deallocate(DevicePtr::new(addr), bin.size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            };
+        }
     }
 }
 
@@ -173,30 +276,39 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        let (p, checked) = match self.route(bytes) {
-            Some((bin, checked)) => (bin.allocate(bytes, alignment, stream)?, checked),
-            None => (self.inner.upstream.allocate(bytes, alignment, stream)?, false),
+        let p = match self.route(bytes) {
+            Some((i, bin)) if bin.made_here => match self.inner.cache.take(stream, i, bin.size) {
+                Some(addr) => DevicePtr::new(addr),
+                None => self.bin_allocate(bin, stream)?,
+            },
+            Some((_, bin)) => bin.resource.allocate(bytes, alignment, stream)?,
+            None => self.inner.upstream.allocate(bytes, alignment, stream)?,
         };
-        if !checked && !p.is_null() {
+        if !p.is_null() {
             self.inner.live.insert("BinningMemoryResource", p.addr(), bytes);
         }
         Ok(p)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() {
+        if ptr.is_null() || !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
             return;
         }
-        let route = self.route(bytes);
-        let checked = route.is_some_and(|(_, c)| c);
-        if !checked && !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
-            return;
-        }
-        match route {
-            // SAFETY: the bin checks the free itself, or the record above
-            // showed the same size (hence this bin) served the allocation.
-            Some((bin, _)) => unsafe { bin.deallocate(ptr, bytes, alignment, stream) },
-            // SAFETY: the record above showed the upstream served it.
+        // The record showed the same size, hence the same bin (or the
+        // upstream), served the allocation.
+        match self.route(bytes) {
+            Some((i, bin)) if bin.made_here => {
+                if !self.inner.cache.put(stream, i, bin.size, ptr.addr()) {
+                    // SAFETY: a block of this bin, freed once by its user.
+                    unsafe {
+                        bin.resource
+                            .deallocate(ptr, bin.size, CUDA_ALLOCATION_ALIGNMENT, stream)
+                    }
+                }
+            }
+            // SAFETY: served by this bin with these arguments.
+            Some((_, bin)) => unsafe { bin.resource.deallocate(ptr, bytes, alignment, stream) },
+            // SAFETY: served by the upstream with these arguments.
             None => unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) },
         }
     }
@@ -213,7 +325,7 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         self.inner
             .upstream
             .device()
-            .or_else(|| self.inner.bins.iter().find_map(|(_, r, _)| r.device()))
+            .or_else(|| self.inner.bins.iter().find_map(|b| b.resource.device()))
     }
 
     fn is_simulated(&self) -> bool {

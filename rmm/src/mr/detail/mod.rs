@@ -1,7 +1,8 @@
 //! Crate-private machinery of the resources: the stream-ordered engine
 //! shared by the pool, fixed-size and virtual pool resources and the shell
 //! around it (shared state, `MemoryResource` forwarding), the free lists
-//! and live-allocation records they keep, the arena resource's book, and
+//! and live-allocation records they keep, the per-stream caches in front
+//! of the binning resource's bins, the arena resource's book, and
 //! small helpers (alignment checks, device binding), the recycling of
 //! driver pools, and the headroom decision of the SAM headroom resource.
 //!
@@ -16,6 +17,7 @@ pub mod free_list;
 pub(crate) mod headroom;
 pub(crate) mod live_set;
 pub(crate) mod shell;
+pub(crate) mod stream_cache;
 pub(crate) mod stream_ordered;
 
 pub(crate) use device::{bound_device, quiesce_device};
