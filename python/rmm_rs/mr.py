@@ -14,12 +14,14 @@ import atexit
 import contextlib
 import os
 import threading
+import types
 
 from rmm_rs import _lib
 from rmm_rs._lib import (
     AlignedResourceAdaptor,
     ArenaMemoryResource,
     CallbackMemoryResource,
+    CudaAsyncManagedMemoryResource,
     CudaAsyncMemoryResource,
     CudaMemoryResource,
     DeviceMemoryResource,
@@ -44,6 +46,7 @@ __all__ = [
     "ArenaMemoryResource",
     "BinningMemoryResource",
     "CallbackMemoryResource",
+    "CudaAsyncManagedMemoryResource",
     "CudaAsyncMemoryResource",
     "CudaMemoryResource",
     "DeviceMemoryResource",
@@ -236,3 +239,9 @@ def get_log_filenames():
             device: (res.get_file_name() if isinstance(res, LoggingResourceAdaptor) else None)
             for device, res in _per_device_mrs.items()
         }
+
+
+# RMM 26.x keeps its managed driver-pool resource in ``rmm.mr.experimental``.
+experimental = types.SimpleNamespace(
+    CudaAsyncManagedMemoryResource=CudaAsyncManagedMemoryResource
+)

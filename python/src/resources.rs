@@ -19,6 +19,7 @@ use pyo3::types::{PyDict, PyList};
 use rmm::device::DeviceId;
 use rmm::mr::{
     AlignedAdaptor, ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CallbackMemoryResource,
+    CudaAsyncManagedMemoryResource,
     CudaAsyncMemoryResource, CudaAsyncOptions, CudaMemoryResource, ExportHandleType, FailureCallbackAdaptor,
     FixedSizeMemoryResource, FixedSizeOptions, LimitingAdaptor, LoggingAdaptor, ManagedMemoryResource,
     MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, PrefetchAdaptor,
@@ -277,6 +278,30 @@ impl PyPinned {
     fn py_new() -> PyResult<PyClassInitializer<Self>> {
         need_driver()?;
         Ok(base(SharedResource::new(PinnedHostMemoryResource::new()), None).add_subclass(PyPinned))
+    }
+}
+
+/// Stream-ordered managed memory from the current device's default managed
+/// driver pool (`rmm.mr.experimental.CudaAsyncManagedMemoryResource`; also
+/// `rmm_rs.mr.CudaAsyncManagedMemoryResource`). Needs a CUDA 13 driver: an
+/// older one raises `RMMError` saying so.
+#[pyclass(extends = PyResource, module = "rmm_rs.mr", name = "CudaAsyncManagedMemoryResource")]
+pub(crate) struct PyCudaAsyncManaged {
+    mr: CudaAsyncManagedMemoryResource,
+}
+
+#[pymethods]
+impl PyCudaAsyncManaged {
+    #[new]
+    fn py_new() -> PyResult<PyClassInitializer<Self>> {
+        need_driver()?;
+        let mr = CudaAsyncManagedMemoryResource::new().py_err()?;
+        Ok(base(SharedResource::new(mr.clone()), None).add_subclass(PyCudaAsyncManaged { mr }))
+    }
+
+    /// The driver pool handle (`CUmemoryPool` as an integer).
+    fn pool_handle(&self) -> usize {
+        self.mr.pool_handle()
     }
 }
 
@@ -1190,6 +1215,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyManaged>()?;
     m.add_class::<PyPinned>()?;
     m.add_class::<PyCudaAsync>()?;
+    m.add_class::<PyCudaAsyncManaged>()?;
     m.add_class::<PySystem>()?;
     m.add_class::<PySamHeadroom>()?;
     m.add_class::<PySimulated>()?;

@@ -78,6 +78,8 @@ def test_no_gpu_is_said_clearly():
         mr.ManagedMemoryResource,
         mr.PinnedHostMemoryResource,
         mr.CudaAsyncMemoryResource,
+        mr.CudaAsyncManagedMemoryResource,
+        mr.experimental.CudaAsyncManagedMemoryResource,
     ]:
         with pytest.raises(rmm_rs.DriverUnavailableError) as e:
             cls()

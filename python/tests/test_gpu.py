@@ -161,6 +161,7 @@ def _resources():
         "managed": mr.ManagedMemoryResource,
         "pinned": mr.PinnedHostMemoryResource,
         "cuda_async": lambda: mr.CudaAsyncMemoryResource(initial_pool_size="64MiB", release_threshold="1GiB"),
+        "cuda_async_managed": mr.experimental.CudaAsyncManagedMemoryResource,
         "pool": lambda: mr.PoolMemoryResource(cuda(), initial_pool_size="256MiB"),
         "pool_managed": lambda: mr.PoolMemoryResource(mr.ManagedMemoryResource(), initial_pool_size="64MiB"),
         "fixed_size": lambda: mr.FixedSizeMemoryResource(cuda(), block_size="4MiB", blocks_to_preallocate=8),

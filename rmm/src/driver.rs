@@ -476,6 +476,59 @@ pub fn mem_pool_create(device: i32, handle_types: u32) -> Result<usize> {
     Ok(pool as usize)
 }
 
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED`: the CUDA 13 value of
+/// `CUmemAllocationType`, absent from the CUDA 12.8 declarations this
+/// module is built with (so passed as the C enum's integer, never as the
+/// Rust enum).
+const ALLOCATION_TYPE_MANAGED: u32 = 2;
+
+/// The signature of `cuMemGetDefaultMemPool` (CUDA 13), looked up at run
+/// time: the allocation type is the C enum's integer.
+type GetDefaultMemPool =
+    unsafe extern "C" fn(*mut cu::CUmemoryPool, *mut cu::CUmemLocation, u32) -> cu::CUresult;
+
+/// The default pool of managed memory of `device` (`cuMemGetDefaultMemPool`
+/// with `CU_MEM_ALLOCATION_TYPE_MANAGED`, preferred location the device).
+/// A CUDA 13 entry point, so not in [`ENTRY_POINTS`]: it is looked up at
+/// each call, and a driver without it is reported, not a failed start.
+///
+/// # Errors
+/// [`Error::Logic`] when the driver lacks the entry point (older than CUDA
+/// 13) or refuses managed pools on this device; driver errors otherwise.
+pub fn mem_managed_default_pool(device: i32) -> Result<usize> {
+    ensure_context()?;
+    // SAFETY: ensure_context() ran init(), which found the library, so
+    // culib() returns it without panicking.
+    let lib = unsafe { cu::culib() };
+    // SAFETY: the symbol, when present, has exactly this C signature
+    // (cuda.h of CUDA 13: CUresult cuMemGetDefaultMemPool(CUmemoryPool*,
+    // CUmemLocation*, CUmemAllocationType)).
+    let get = match unsafe { lib.get::<GetDefaultMemPool>(b"cuMemGetDefaultMemPool") } {
+        Ok(f) => f,
+        Err(_) => {
+            return Err(Error::Logic(format!(
+                "managed driver pools need a CUDA 13 driver: {DRIVER_LIBRARY} lacks cuMemGetDefaultMemPool"
+            )))
+        }
+    };
+    let mut location = cu::CUmemLocation {
+        type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        id: device,
+    };
+    let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: valid out-pointer and location for the duration of the call.
+    let status = unsafe { get(&mut pool, &mut location, ALLOCATION_TYPE_MANAGED) };
+    match check(status, "cuMemGetDefaultMemPool", 0) {
+        Ok(()) if !pool.is_null() => Ok(pool as usize),
+        Ok(()) => Err(Error::Logic(format!("device {device} returned no managed pool"))),
+        Err(Error::Cuda { code, .. }) if code == 801 || code == 1 => Err(Error::Logic(format!(
+            "device {device} has no managed driver pool (cuMemGetDefaultMemPool: {})",
+            error_name(status)
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
 /// `cuMemPoolDestroy`.
 ///
 /// # Safety

@@ -4,9 +4,9 @@
 mod common;
 
 use rmm::mr::{
-    CallbackMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource, ManagedMemoryResource,
-    MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource,
-    SimulatedMemoryResource, SystemMemoryResource,
+    CallbackMemoryResource, CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
+    ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions,
+    SamHeadroomMemoryResource, SimulatedMemoryResource, SystemMemoryResource,
 };
 
 conformance_suite!(cuda, gpu, CudaMemoryResource::new);
@@ -17,6 +17,12 @@ conformance_suite!(cuda_async, gpu, || CudaAsyncMemoryResource::new()
 conformance_suite!(cuda_async_view, gpu, || CudaAsyncMemoryResource::new()
     .expect("cuda_async")
     .view());
+conformance_suite!(
+    cuda_async_managed,
+    gpu,
+    || CudaAsyncManagedMemoryResource::new().expect("managed driver pool (needs a CUDA 13 driver)"),
+    max = 256 * common::MIB
+);
 conformance_suite!(
     pinned_host,
     gpu,
@@ -94,6 +100,7 @@ fn gpu_factory_names_build_and_allocate() {
     for name in [
         "cuda",
         "cuda_async",
+        "cuda_async_managed",
         "managed",
         "pinned",
         "vmpool",
@@ -124,6 +131,32 @@ fn gpu_factory_names_build_and_allocate() {
 /// On a GPU without pageable memory access (the H200 machine) both system
 /// resources refuse to be built, saying why; on one with it they build
 /// (their conformance suites run there).
+#[test]
+fn cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host() {
+    rmm::require_gpu!("cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host");
+    let mr = CudaAsyncManagedMemoryResource::new().expect("managed driver pool (needs a CUDA 13 driver)");
+    assert!(mr.is_host_accessible() && mr.is_device_accessible());
+    let s = rmm::CudaStream::new().unwrap();
+    let data: Vec<u8> = (0..1 << 16).map(|i: u32| (i * 7 % 251) as u8).collect();
+    let buf = rmm::DeviceBuffer::from_host(&data, s.view(), mr.clone()).unwrap();
+    s.synchronize().unwrap();
+    // SAFETY: managed memory is host-accessible; the copy that wrote it is
+    // complete (its stream is synchronised) and the buffer outlives the slice.
+    let seen = unsafe { std::slice::from_raw_parts(buf.data().addr() as usize as *const u8, data.len()) };
+    assert_eq!(seen, &data[..]);
+    assert!(mr.reserved_bytes().unwrap() >= data.len() as u64);
+    let again = CudaAsyncManagedMemoryResource::new().unwrap();
+    assert_eq!(
+        again.pool_handle(),
+        mr.pool_handle(),
+        "the device's default managed pool"
+    );
+    assert!(mr.is_equal(&again));
+    assert!(!mr.is_equal(&CudaAsyncMemoryResource::new().unwrap()));
+    drop(buf);
+    s.synchronize().unwrap();
+}
+
 #[test]
 fn system_resources_need_pageable_memory_access() {
     rmm::require_gpu!("system_resources_need_pageable_memory_access");

@@ -5,6 +5,7 @@
 //!
 //! * `BASE` is one of [`BASES`]: `simulated` (a simulated device of
 //!   [`ByNameOptions::simulated_size`] bytes), `cuda`, `cuda_async`,
+//!   `cuda_async_managed` (the device's managed driver pool, CUDA 13),
 //!   `managed`, `pinned`, `pinned_pool` (a `pool` over `pinned`: the
 //!   pinned host memory pool), `vmpool`, the system memory resources
 //!   `system` and `sam_headroom` (keeping [`ByNameOptions::sam_headroom`]
@@ -21,7 +22,7 @@
 //!   [`StatisticsAdaptor`] over a pool;
 //! * `_unchecked` trusts frees instead of checking them (`unchecked_frees`
 //!   on every layer that has it), to measure what the check costs; the
-//!   resources without the check (`cuda`, `cuda_async`, `managed`,
+//!   resources without the check (`cuda`, `cuda_async`, `cuda_async_managed`, `managed`,
 //!   `pinned`, `simulated`) and the system memory resources (which always
 //!   check) refuse it.
 //!
@@ -45,11 +46,11 @@
 #![forbid(unsafe_code)]
 
 use super::{
-    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
-    FixedSizeMemoryResource, FixedSizeOptions, ManagedMemoryResource, PinnedHostMemoryResource,
-    PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource,
-    StatisticsAdaptor, SystemMemoryResource, ThreadSafeAdaptor, TrackingAdaptor, VirtualPoolMemoryResource,
-    VirtualPoolOptions,
+    ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncManagedMemoryResource,
+    CudaAsyncMemoryResource, CudaMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
+    ManagedMemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions,
+    SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource, StatisticsAdaptor,
+    SystemMemoryResource, ThreadSafeAdaptor, TrackingAdaptor, VirtualPoolMemoryResource, VirtualPoolOptions,
 };
 use crate::align::align_down;
 use crate::error::{Error, Result};
@@ -59,6 +60,7 @@ pub const BASES: &[&str] = &[
     "simulated",
     "cuda",
     "cuda_async",
+    "cuda_async_managed",
     "managed",
     "pinned",
     "pinned_pool",
@@ -255,7 +257,7 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
     let simulated = explicit || opts.simulate;
     let gpu_only = matches!(
         base,
-        "cuda" | "cuda_async" | "managed" | "pinned" | "pinned_pool" | "vmpool"
+        "cuda" | "cuda_async" | "cuda_async_managed" | "managed" | "pinned" | "pinned_pool" | "vmpool"
     );
     let sub_allocator = matches!(base, "pool" | "binning" | "arena" | "fixed_size");
     // Resources with a form over the simulated device.
@@ -285,6 +287,7 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
         "simulated" => SharedResource::new(SimulatedMemoryResource::new(opts.simulated_size)),
         "cuda" => SharedResource::new(CudaMemoryResource::new()),
         "cuda_async" => SharedResource::new(CudaAsyncMemoryResource::new()?),
+        "cuda_async_managed" => SharedResource::new(CudaAsyncManagedMemoryResource::new()?),
         "managed" => SharedResource::new(ManagedMemoryResource::new()),
         "pinned" => SharedResource::new(PinnedHostMemoryResource::new()),
         "pinned_pool" => SharedResource::new(pool_over(

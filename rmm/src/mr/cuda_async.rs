@@ -265,14 +265,20 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
     }
 }
 
-fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
+/// The driver pool behind `r`, if it is one of the driver pool resources.
+pub(crate) fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
     if let Some(a) = r.downcast_ref::<CudaAsyncMemoryResource>() {
         return Some(a.pool_handle());
+    }
+    if let Some(m) = r.downcast_ref::<super::CudaAsyncManagedMemoryResource>() {
+        return Some(m.pool_handle());
     }
     r.downcast_ref::<CudaAsyncViewMemoryResource>().map(|v| v.pool)
 }
 
-fn pool_allocate(
+/// Allocates `bytes` from `pool` on `stream` (the driver pool resources'
+/// `allocate`), `what` naming the resource in errors.
+pub(crate) fn pool_allocate(
     what: &'static str,
     pool: usize,
     device: DeviceId,
@@ -294,9 +300,17 @@ fn pool_allocate(
     })
 }
 
+/// Frees `ptr` to its pool on `stream` (the driver pool resources'
+/// `deallocate`); failures are logged.
+///
 /// # Safety
 /// `ptr` came from the pool and is not used after `stream`'s current work.
-unsafe fn pool_deallocate(what: &'static str, device: DeviceId, ptr: DevicePtr, stream: CudaStreamView) {
+pub(crate) unsafe fn pool_deallocate(
+    what: &'static str,
+    device: DeviceId,
+    ptr: DevicePtr,
+    stream: CudaStreamView,
+) {
     if ptr.is_null() {
         return;
     }

@@ -8,6 +8,7 @@
 //! | [`ManagedMemoryResource`] | managed, `cuMemAllocManaged` | host and device accessible |
 //! | [`CudaAsyncMemoryResource`] | device, its own driver pool | stream ordered; release threshold, export handles |
 //! | [`CudaAsyncViewMemoryResource`] | device, an existing driver pool | does not own the pool |
+//! | [`CudaAsyncManagedMemoryResource`] | managed, the device's default managed driver pool | stream-ordered; CUDA 13 drivers |
 //! | [`PinnedHostMemoryResource`] | pinned host, `cuMemHostAlloc` | host and device accessible; pool it with [`PoolMemoryResource`] |
 //! | [`SystemMemoryResource`] | system (pageable host), `std::alloc` | only where the GPU can access pageable memory (ATS, HMM) |
 //! | [`SamHeadroomMemoryResource`] | system, advised to device or host | keeps a headroom of device memory free |
@@ -72,6 +73,7 @@ pub mod by_name;
 mod callback;
 mod cuda;
 mod cuda_async;
+mod cuda_async_managed;
 mod detail;
 mod fixed_size;
 mod managed;
@@ -95,6 +97,7 @@ pub use cuda::CudaMemoryResource;
 pub use cuda_async::{
     CudaAsyncMemoryResource, CudaAsyncOptions, CudaAsyncViewMemoryResource, ExportHandleType,
 };
+pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
 pub use fixed_size::{FixedSizeMemoryResource, FixedSizeOptions};
 pub use managed::ManagedMemoryResource;
 pub use per_device::{

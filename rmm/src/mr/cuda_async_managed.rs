@@ -1,0 +1,89 @@
+//! [`CudaAsyncManagedMemoryResource`]: stream-ordered managed memory from
+//! the device's default managed driver pool (CUDA 13).
+
+use super::cuda_async::{pool_allocate, pool_deallocate, pool_of};
+use super::MemoryResource;
+use crate::device::{current_device, DeviceId};
+use crate::driver::{self, PoolAttribute};
+use crate::error::Result;
+use crate::ptr::DevicePtr;
+use crate::stream::CudaStreamView;
+
+/// Stream-ordered managed (unified) memory: `cuMemAllocFromPoolAsync` and
+/// `cuMemFreeAsync` on the default managed memory pool of the device
+/// current at construction, whose preferred location is that device
+/// (RMM's `cuda_async_managed_memory_resource`). The memory is accessible
+/// from the host and from every device, as [`ManagedMemoryResource`]'s,
+/// but allocated and freed in stream order from a pool that keeps freed
+/// memory for reuse.
+///
+/// Managed driver pools are a CUDA 13 feature: with an older driver the
+/// constructor returns [`Error::Logic`](crate::Error::Logic) saying so.
+/// The pool is the driver's, shared by every resource of the device and
+/// never destroyed. Using the resource while another device is current is
+/// reported as [`Error::Logic`](crate::Error::Logic).
+///
+/// [`ManagedMemoryResource`]: super::ManagedMemoryResource
+///
+/// ```no_run
+/// use rmm::mr::{CudaAsyncManagedMemoryResource, MemoryResource};
+/// let mr = CudaAsyncManagedMemoryResource::new()?;
+/// let s = rmm::CudaStream::new()?;
+/// let p = mr.allocate(1 << 20, 256, s.view())?;
+/// unsafe { mr.deallocate(p, 1 << 20, 256, s.view()) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CudaAsyncManagedMemoryResource {
+    pool: usize,
+    device: DeviceId,
+}
+
+impl CudaAsyncManagedMemoryResource {
+    const NAME: &'static str = "CudaAsyncManagedMemoryResource";
+
+    /// The resource over the current device's default managed pool.
+    ///
+    /// # Errors
+    /// [`Error::Logic`](crate::Error::Logic) when the driver is older than
+    /// CUDA 13 or the device has no managed pool;
+    /// [`Error::DriverUnavailable`](crate::Error::DriverUnavailable)
+    /// without a driver.
+    pub fn new() -> Result<Self> {
+        let device = current_device()?;
+        let pool = driver::mem_managed_default_pool(device.0)?;
+        Ok(CudaAsyncManagedMemoryResource { pool, device })
+    }
+
+    /// The driver pool handle (`CUmemoryPool` as an integer).
+    pub fn pool_handle(&self) -> usize {
+        self.pool
+    }
+
+    /// Bytes the pool currently holds from the driver.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn reserved_bytes(&self) -> Result<u64> {
+        driver::mem_pool_get_u64(self.pool, PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    }
+}
+
+impl MemoryResource for CudaAsyncManagedMemoryResource {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        pool_allocate(Self::NAME, self.pool, self.device, bytes, alignment, stream)
+    }
+    unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
+        // SAFETY: forwarded contract.
+        unsafe { pool_deallocate(Self::NAME, self.device, ptr, stream) }
+    }
+    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
+        pool_of(other) == Some(self.pool)
+    }
+    fn device(&self) -> Option<DeviceId> {
+        Some(self.device)
+    }
+    fn is_host_accessible(&self) -> bool {
+        true
+    }
+}
