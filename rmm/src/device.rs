@@ -137,6 +137,15 @@ pub fn supports_pageable_memory_access(device: DeviceId) -> Result<bool> {
     driver::supports_pageable_memory_access(device.0)
 }
 
+/// Whether `device` can export driver pools as POSIX file descriptors, for
+/// sharing them with other processes ([`crate::mr::ImportedPool`]).
+///
+/// # Errors
+/// The driver's error (no such device).
+pub fn supports_pool_export_posix_fd(device: DeviceId) -> Result<bool> {
+    driver::supports_posix_fd_pools(device.0)
+}
+
 pub use crate::driver::PointerKind;
 
 /// What the driver knows about the address `ptr` (any value: unknown

@@ -143,6 +143,10 @@ const ENTRY_POINTS: &[&str] = &[
     "cuMemsetD32Async",
     "cuMemPrefetchAsync",
     "cuMemAdvise",
+    "cuMemPoolExportToShareableHandle",
+    "cuMemPoolImportFromShareableHandle",
+    "cuMemPoolExportPointer",
+    "cuMemPoolImportPointer",
     "cuMemRangeGetAttribute",
     "cuPointerGetAttribute",
     "cuDeviceCanAccessPeer",
@@ -527,6 +531,74 @@ pub fn mem_managed_default_pool(device: i32) -> Result<usize> {
         ))),
         Err(e) => Err(e),
     }
+}
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
+const HANDLE_TYPE_POSIX_FD: u32 = 1;
+
+/// Exports `pool` (made with the POSIX file descriptor handle type) as a
+/// new file descriptor owned by the caller
+/// (`cuMemPoolExportToShareableHandle`).
+pub fn mem_pool_export_posix_fd(pool: usize) -> Result<i32> {
+    ensure_context()?;
+    let mut fd: std::ffi::c_int = -1;
+    call!(cuMemPoolExportToShareableHandle(
+        (&mut fd as *mut std::ffi::c_int).cast::<c_void>(),
+        pool as cu::CUmemoryPool,
+        cu::CUmemAllocationHandleType(HANDLE_TYPE_POSIX_FD),
+        0
+    ))?;
+    Ok(fd)
+}
+
+/// Imports a pool of another process from its POSIX file descriptor
+/// (`cuMemPoolImportFromShareableHandle`); the descriptor stays the
+/// caller's to close.
+pub fn mem_pool_import_posix_fd(fd: i32) -> Result<usize> {
+    ensure_context()?;
+    let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+    // The handle argument of a POSIX descriptor is the descriptor itself,
+    // passed in the pointer-sized slot.
+    call!(cuMemPoolImportFromShareableHandle(
+        &mut pool,
+        fd as isize as *mut c_void,
+        cu::CUmemAllocationHandleType(HANDLE_TYPE_POSIX_FD),
+        0
+    ))?;
+    Ok(pool as usize)
+}
+
+/// The 64 bytes that let another process map `ptr`, an allocation of an
+/// exportable pool (`cuMemPoolExportPointer`).
+pub fn mem_pool_export_pointer(ptr: DevicePtr) -> Result<[u8; 64]> {
+    ensure_context()?;
+    let mut data = cu::CUmemPoolPtrExportData { reserved: [0; 64] };
+    call!(cuMemPoolExportPointer(&mut data, ptr.addr()))?;
+    Ok(data.reserved)
+}
+
+/// Maps an allocation of another process's pool, imported as `pool`, from
+/// its export data (`cuMemPoolImportPointer`).
+pub fn mem_pool_import_pointer(pool: usize, data: [u8; 64]) -> Result<DevicePtr> {
+    ensure_context()?;
+    let mut share = cu::CUmemPoolPtrExportData { reserved: data };
+    let mut p: cu::CUdeviceptr = 0;
+    call!(cuMemPoolImportPointer(
+        &mut p,
+        pool as cu::CUmemoryPool,
+        &mut share
+    ))?;
+    Ok(DevicePtr::new(p))
+}
+
+/// Whether `device` can export pools as POSIX file descriptors (bit 1 of
+/// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`).
+pub fn supports_posix_fd_pools(device: i32) -> Result<bool> {
+    device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+    )
+    .map(|v| v as u32 & HANDLE_TYPE_POSIX_FD != 0)
 }
 
 /// `cuMemPoolDestroy`.

@@ -170,6 +170,20 @@ impl CudaAsyncMemoryResource {
         )
     }
 
+    /// The handle type the pool's memory can be exported as.
+    pub fn export_handle_type(&self) -> ExportHandleType {
+        match self.owned.handle_types {
+            1 => ExportHandleType::PosixFileDescriptor,
+            8 => ExportHandleType::Fabric,
+            _ => ExportHandleType::None,
+        }
+    }
+
+    /// The device the pool belongs to.
+    pub(crate) fn pool_device(&self) -> DeviceId {
+        self.owned.device
+    }
+
     /// A non-owning view of this resource's pool.
     pub fn view(&self) -> CudaAsyncViewMemoryResource {
         CudaAsyncViewMemoryResource {

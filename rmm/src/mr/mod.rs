@@ -76,6 +76,8 @@ mod cuda_async;
 mod cuda_async_managed;
 mod detail;
 mod fixed_size;
+#[cfg(unix)]
+mod ipc;
 mod managed;
 pub mod per_device;
 mod pinned;
@@ -99,6 +101,8 @@ pub use cuda_async::{
 };
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
 pub use fixed_size::{FixedSizeMemoryResource, FixedSizeOptions};
+#[cfg(unix)]
+pub use ipc::{ImportedAllocation, ImportedPool, PoolPointerExport};
 pub use managed::ManagedMemoryResource;
 pub use per_device::{
     current_device_resource, per_device_resource, reset_current_device_resource, reset_per_device_resource,
