@@ -19,12 +19,11 @@ use pyo3::types::{PyDict, PyList};
 use rmm::device::DeviceId;
 use rmm::mr::{
     AlignedAdaptor, ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CallbackMemoryResource,
-    CudaAsyncManagedMemoryResource,
-    CudaAsyncMemoryResource, CudaAsyncOptions, CudaMemoryResource, ExportHandleType, FailureCallbackAdaptor,
-    FixedSizeMemoryResource, FixedSizeOptions, LimitingAdaptor, LoggingAdaptor, ManagedMemoryResource,
-    MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, PrefetchAdaptor,
-    SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource, StatisticsAdaptor,
-    SystemMemoryResource, TrackingAdaptor,
+    CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaAsyncOptions, CudaMemoryResource,
+    ExportHandleType, FailureCallbackAdaptor, FixedSizeMemoryResource, FixedSizeOptions, LimitingAdaptor,
+    LoggingAdaptor, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
+    PoolOptions, PrefetchAdaptor, SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource,
+    StatisticsAdaptor, SystemMemoryResource, TrackingAdaptor,
 };
 use rmm::{DevicePtr, Error};
 
