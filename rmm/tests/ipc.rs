@@ -90,6 +90,8 @@ fn cuda_async_pool_shared_with_a_second_process() {
     let s = CudaStream::new().unwrap();
     let p = mr.allocate(BYTES, 256, s.view()).unwrap();
     upload(p, &pattern(1), &s);
+    // The pointer first: the driver exports allocations only of a pool that
+    // was exported once, which export_pointer sees to itself.
     let export = mr.export_pointer(p).unwrap();
     let fd = mr.export_pool().unwrap();
     // The child inherits the descriptor: clear its close-on-exec flag.

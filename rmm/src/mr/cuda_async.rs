@@ -77,6 +77,9 @@ struct OwnedPool {
     pool: usize,
     device: DeviceId,
     handle_types: u32,
+    /// The pool has been exported to a shareable handle at least once (the
+    /// driver refuses to export its allocations before: `mr/ipc.rs`).
+    exported: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for OwnedPool {
@@ -139,6 +142,7 @@ impl CudaAsyncMemoryResource {
             pool,
             device,
             handle_types,
+            exported: std::sync::atomic::AtomicBool::new(false),
         });
         let threshold = options.release_threshold.unwrap_or(u64::MAX);
         driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold)?;
@@ -182,6 +186,11 @@ impl CudaAsyncMemoryResource {
     /// The device the pool belongs to.
     pub(crate) fn pool_device(&self) -> DeviceId {
         self.owned.device
+    }
+
+    /// The flag that says the pool was exported once (`mr/ipc.rs`).
+    pub(crate) fn exported_flag(&self) -> &std::sync::atomic::AtomicBool {
+        &self.owned.exported
     }
 
     /// A non-owning view of this resource's pool.

@@ -44,6 +44,7 @@
 
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
 
 use super::CudaAsyncMemoryResource;
 use super::ExportHandleType;
@@ -127,13 +128,17 @@ impl CudaAsyncMemoryResource {
         }
         ensure_current("CudaAsyncMemoryResource", self.pool_device())?;
         let fd = driver::mem_pool_export_posix_fd(self.pool_handle())?;
+        self.exported_flag().store(true, Ordering::Release);
         // SAFETY: the driver just created this descriptor for the caller,
         // who owns it from here on.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
     /// The export data of `ptr`, an allocation of this pool, for another
-    /// process that imported the pool ([`ImportedPool::import`]).
+    /// process that imported the pool ([`ImportedPool::import`]). The driver
+    /// exports allocations only of a pool that was exported once: unless
+    /// [`export_pool`](Self::export_pool) ran before, this exports the
+    /// pool first (and closes that descriptor).
     ///
     /// # Errors
     /// [`Error::Logic`] unless the pool is exportable; the driver's error
@@ -145,6 +150,12 @@ impl CudaAsyncMemoryResource {
             ));
         }
         ensure_current("CudaAsyncMemoryResource", self.pool_device())?;
+        // The driver refuses to export an allocation (CUDA_ERROR_INVALID_VALUE)
+        // until its pool has been exported once (driver 580, H200): export
+        // the pool first and close that descriptor.
+        if !self.exported_flag().load(Ordering::Acquire) {
+            drop(self.export_pool()?);
+        }
         driver::mem_pool_export_pointer(ptr).map(PoolPointerExport)
     }
 }
