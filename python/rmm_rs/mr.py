@@ -13,6 +13,7 @@ constructors raise ``rmm_rs.RMMError`` saying so.
 import atexit
 import contextlib
 import os
+import sys
 import threading
 import types
 
@@ -241,7 +242,10 @@ def get_log_filenames():
         }
 
 
-# RMM 26.x keeps its managed driver-pool resource in ``rmm.mr.experimental``.
-experimental = types.SimpleNamespace(
-    CudaAsyncManagedMemoryResource=CudaAsyncManagedMemoryResource
-)
+# RMM 26.x keeps its managed driver-pool resource in ``rmm.mr.experimental``:
+# a real module here too, so that ``from rmm_rs.mr.experimental import ...``
+# works as well as attribute access.
+experimental = types.ModuleType(__name__ + ".experimental", "RMM's experimental resources.")
+experimental.CudaAsyncManagedMemoryResource = CudaAsyncManagedMemoryResource
+experimental.__all__ = ["CudaAsyncManagedMemoryResource"]
+sys.modules[experimental.__name__] = experimental

@@ -67,6 +67,14 @@ def test_names_mirror_rmm():
         assert hasattr(rmm.statistics, name), name
 
 
+def test_experimental_module_as_in_rmm():
+    from rmm_rs.mr.experimental import CudaAsyncManagedMemoryResource
+
+    assert CudaAsyncManagedMemoryResource is mr.CudaAsyncManagedMemoryResource
+    assert mr.experimental.CudaAsyncManagedMemoryResource is mr.CudaAsyncManagedMemoryResource
+    assert issubclass(CudaAsyncManagedMemoryResource, mr.DeviceMemoryResource)
+
+
 @pytest.mark.skipif(GPU, reason="checks the no-GPU behaviour")
 def test_no_gpu_is_said_clearly():
     reason = rmm_rs.gpu_unavailable_reason()
