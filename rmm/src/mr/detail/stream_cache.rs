@@ -34,6 +34,8 @@ pub(crate) const MIN_LIST_BLOCKS: usize = 4;
 const MAX_LIST_BLOCKS: usize = 64;
 /// Stripes (independent locks) of a cache.
 const STRIPES: usize = 64;
+/// Lists a stripe keeps before it drops its empty ones.
+const STRIPE_LISTS: usize = 32;
 
 /// One stream's cached blocks of one bin.
 #[derive(Debug)]
@@ -135,6 +137,12 @@ impl StreamCache {
         let list = match stripe.lists.iter().position(|l| l.key == key && l.bin == bin) {
             Some(i) => &mut stripe.lists[i],
             None => {
+                // Streams come and go: forget the empty lists of a crowded
+                // stripe (rarely, so a list that empties and refills keeps
+                // its allocation).
+                if stripe.lists.len() >= STRIPE_LISTS {
+                    stripe.lists.retain(|l| !l.blocks.is_empty());
+                }
                 stripe.lists.push(CachedList {
                     key,
                     bin,
@@ -173,6 +181,12 @@ impl StreamCache {
     /// Bytes cached now.
     pub fn cached_bytes(&self) -> usize {
         self.cached_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Lists kept, empty ones included.
+    #[cfg(test)]
+    fn lists(&self) -> usize {
+        self.stripes.iter().map(|s| s.lock().unwrap().lists.len()).sum()
     }
 }
 
@@ -237,6 +251,25 @@ mod tests {
         assert_eq!(c.cached_bytes(), 12 * size);
         assert_eq!(list_limit(1), MAX_LIST_BLOCKS);
         assert_eq!(list_limit(1 << 30), MIN_LIST_BLOCKS);
+    }
+
+    #[test]
+    fn streams_that_come_and_go_leave_a_bounded_number_of_lists() {
+        let c = StreamCache::new(1 << 30);
+        for s in 0..10_000usize {
+            let st = stream(0x10_0000 + 16 * s);
+            assert!(c.put(st, 0, 1024, 0x1000));
+            assert_eq!(c.take(st, 0, 1024), Some(0x1000));
+        }
+        assert!(c.lists() <= STRIPES * STRIPE_LISTS, "{} lists", c.lists());
+        // Lists that hold blocks are kept however crowded their stripe is.
+        for s in 0..3000usize {
+            assert!(c.put(stream(0x90_0000 + 16 * s), 0, 1024, 0x1000 + s as u64));
+        }
+        let mut back = c.drain(|_| 1024);
+        back.sort_unstable();
+        assert_eq!(back.len(), 3000);
+        assert_eq!(c.cached_bytes(), 0);
     }
 
     #[test]
