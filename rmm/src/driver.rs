@@ -533,8 +533,11 @@ pub fn mem_managed_default_pool(device: i32) -> Result<usize> {
     }
 }
 
-/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`.
-const HANDLE_TYPE_POSIX_FD: u32 = 1;
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` (a bit of the pool's
+/// shareable handle types).
+pub const HANDLE_TYPE_POSIX_FD: u32 = 1;
+/// `CU_MEM_HANDLE_TYPE_FABRIC`.
+pub const HANDLE_TYPE_FABRIC: u32 = 8;
 
 /// Exports `pool` (made with the POSIX file descriptor handle type) as a
 /// new file descriptor owned by the caller

@@ -230,8 +230,8 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
         self.inner.cache.cached_bytes()
     }
 
-    /// A block from bin `i` (made here), retried once after the caches
-    /// went back to the bins when the bin is out of memory.
+    /// A block from `bin` (made here), retried once after the caches went
+    /// back to the bins when the bin is out of memory.
     fn bin_allocate(&self, bin: &Bin, stream: CudaStreamView) -> Result<DevicePtr> {
         match bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream) {
             Err(e) if e.is_bad_alloc() && self.inner.cache.cached_bytes() > 0 => {

@@ -28,8 +28,8 @@ impl ExportHandleType {
     fn bits(self) -> u32 {
         match self {
             ExportHandleType::None => 0,
-            ExportHandleType::PosixFileDescriptor => 1,
-            ExportHandleType::Fabric => 8,
+            ExportHandleType::PosixFileDescriptor => driver::HANDLE_TYPE_POSIX_FD,
+            ExportHandleType::Fabric => driver::HANDLE_TYPE_FABRIC,
         }
     }
 }
@@ -76,7 +76,7 @@ impl CudaAsyncOptions {
 struct OwnedPool {
     pool: usize,
     device: DeviceId,
-    handle_types: u32,
+    export: ExportHandleType,
     /// The pool has been exported to a shareable handle at least once (the
     /// driver refuses to export its allocations before: `mr/ipc.rs`).
     exported: std::sync::atomic::AtomicBool,
@@ -85,7 +85,7 @@ struct OwnedPool {
 impl Drop for OwnedPool {
     fn drop(&mut self) {
         // Recycled, not destroyed: see `detail::driver_pools`.
-        driver_pools::give_back(self.device, self.handle_types, self.pool);
+        driver_pools::give_back(self.device, self.export.bits(), self.pool);
     }
 }
 
@@ -131,8 +131,7 @@ impl CudaAsyncMemoryResource {
         if !driver::supports_memory_pools(device.0)? {
             return Err(Error::Logic(format!("{device} does not support cuMemAllocAsync")));
         }
-        let handle_types = options.export_handle_type.bits();
-        let pool = driver_pools::take(device, handle_types).map_err(|e| {
+        let pool = driver_pools::take(device, options.export_handle_type.bits()).map_err(|e| {
             Error::Logic(format!(
                 "cannot create a driver pool with export handle {:?}: {e}",
                 options.export_handle_type
@@ -141,7 +140,7 @@ impl CudaAsyncMemoryResource {
         let owned = Arc::new(OwnedPool {
             pool,
             device,
-            handle_types,
+            export: options.export_handle_type,
             exported: std::sync::atomic::AtomicBool::new(false),
         });
         let threshold = options.release_threshold.unwrap_or(u64::MAX);
@@ -176,11 +175,7 @@ impl CudaAsyncMemoryResource {
 
     /// The handle type the pool's memory can be exported as.
     pub fn export_handle_type(&self) -> ExportHandleType {
-        match self.owned.handle_types {
-            1 => ExportHandleType::PosixFileDescriptor,
-            8 => ExportHandleType::Fabric,
-            _ => ExportHandleType::None,
-        }
+        self.owned.export
     }
 
     /// The device the pool belongs to.

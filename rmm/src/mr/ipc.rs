@@ -238,17 +238,17 @@ impl ImportedAllocation {
 
 impl Drop for ImportedAllocation {
     fn drop(&mut self) {
-        if self.freed {
-            return;
-        }
-        let _guard = match ensure_current("ImportedAllocation", self.device) {
-            Ok(()) => None,
-            Err(_) => crate::device::DeviceGuard::new(self.device).ok(),
-        };
-        // SAFETY: as in `free`, on the legacy stream, which follows every
-        // blocking stream's work.
-        if let Err(e) = unsafe { driver::mem_free_async(self.ptr, CudaStreamView::DEFAULT.as_raw()) } {
-            log::error!("ImportedAllocation: cuMemFreeAsync({}) failed: {e}", self.ptr);
+        if !self.freed {
+            // SAFETY: as in `free`, on the legacy stream, which follows every
+            // blocking stream's work; failures are logged there.
+            unsafe {
+                super::cuda_async::pool_deallocate(
+                    "ImportedAllocation",
+                    self.device,
+                    self.ptr,
+                    CudaStreamView::DEFAULT,
+                )
+            };
         }
     }
 }
