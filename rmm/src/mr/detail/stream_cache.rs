@@ -52,8 +52,8 @@ struct Stripe {
 }
 
 impl Stripe {
-    fn list(&mut self, key: StreamKey, bin: usize) -> Option<&mut CachedList> {
-        self.lists.iter_mut().find(|l| l.key == key && l.bin == bin)
+    fn position(&self, key: StreamKey, bin: usize) -> Option<usize> {
+        self.lists.iter().position(|l| l.key == key && l.bin == bin)
     }
 }
 
@@ -116,7 +116,10 @@ impl StreamCache {
     /// `stream`, if one is cached.
     pub fn take(&self, stream: CudaStreamView, bin: usize, block_size: usize) -> Option<u64> {
         let key = StreamKey::of(stream);
-        let addr = self.stripe(key).list(key, bin)?.blocks.pop()?;
+        let mut stripe = self.stripe(key);
+        let i = stripe.position(key, bin)?;
+        let addr = stripe.lists[i].blocks.pop()?;
+        drop(stripe);
         self.cached_bytes.fetch_sub(block_size, Ordering::Relaxed);
         Some(addr)
     }
@@ -134,7 +137,7 @@ impl StreamCache {
         let key = StreamKey::of(stream);
         let mut stripe = self.stripe(key);
         let limit = list_limit(block_size);
-        let list = match stripe.lists.iter().position(|l| l.key == key && l.bin == bin) {
+        let list = match stripe.position(key, bin) {
             Some(i) => &mut stripe.lists[i],
             None => {
                 // Streams come and go: forget the empty lists of a crowded
