@@ -17,7 +17,9 @@
 //! Every row's resource comes from [`rmm::mr::by_name`] under the row's name.
 //!
 //! `RMM_BENCH_RESOURCES="pool arena"` (or resource names as arguments)
-//! restricts the resources. Run with `cargo bench --bench alloc_workloads`.
+//! restricts the resources, `RMM_BENCH_WORKLOADS="random hot_pair"` the
+//! workloads (`random`, `hot_pair`, `threads8`, `threads`; used, for one,
+//! to time the NVTX annotations under compute-sanitizer). Run with `cargo bench --bench alloc_workloads`.
 
 use std::time::Instant;
 
@@ -150,9 +152,11 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
     let streams = Streams::new(gpu, 1);
     let s = streams.get(0);
     random_allocations(mr, s, 1000, 64 * MIB, 16000 * MIB, 99);
+    let wanted =
+        |w: &str| std::env::var("RMM_BENCH_WORKLOADS").map_or(true, |v| v.split_whitespace().any(|x| x == w));
     streams.sync();
     for (n, max_mib) in [(100_000usize, 1usize), (10_000, 64), (1000, 4096)] {
-        if name == "cuda" && n > 10_000 {
+        if !wanted("random") || name == "cuda" && n > 10_000 {
             continue;
         }
         let t0 = Instant::now();
@@ -167,6 +171,9 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
         );
     }
     for size in [256usize, MIB] {
+        if !wanted("hot_pair") {
+            break;
+        }
         let t0 = Instant::now();
         let r = hot_pairs(mr, s, size, 200_000);
         streams.sync();
@@ -178,11 +185,13 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
             r,
         );
     }
-    let (secs, total) = threads(mr, gpu, 8);
-    row(name, "threads8", "n=20000 max=1MiB", secs, total);
+    if wanted("threads8") {
+        let (secs, total) = threads(mr, gpu, 8);
+        row(name, "threads8", "n=20000 max=1MiB", secs, total);
+    }
     // The thread-scaling rows (WORKLOADS.md `threads`), every resource but
     // `cuda`, whose cuMemAlloc/cuMemFree would take minutes at 32 threads.
-    if name != "cuda" {
+    if name != "cuda" && wanted("threads") {
         for t in [1usize, 2, 4, 16, 32] {
             let (secs, total) = threads(mr, gpu, t);
             row(name, "threads", &format!("t={t} n=20000 max=1MiB"), secs, total);

@@ -21,6 +21,7 @@
 //! | Your own device work on a container's memory, ordered with its stream | [`DeviceBuffer::access`], [`DeviceBuffer::access_all`]; spans: [`exec_policy::ExecPolicy::launch_ordered`] |
 //! | Addresses | [`DevicePtr`] |
 //! | Errors | [`Error`], [`Result`] |
+//! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
 //!
 //! ```
@@ -59,6 +60,7 @@ pub mod exec_policy;
 pub mod launch;
 pub mod logger;
 pub mod mr;
+pub mod nvtx;
 pub mod peer;
 pub mod pod;
 mod ptr;

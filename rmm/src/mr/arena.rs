@@ -14,6 +14,7 @@ use super::{check_base_alignment, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{ensure_current, DeviceId};
 use crate::error::{Error, Result};
+use crate::nvtx;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -141,10 +142,15 @@ struct ArenaInner<U: MemoryResource> {
     device: Option<DeviceId>,
     device_accessible: bool,
     host_accessible: bool,
+    /// The global arena as an NVTX heap, while a tool takes annotations
+    /// ([`crate::nvtx`]): each allocation is a region of its requested size.
+    heap: Option<nvtx::Chunk>,
 }
 
 impl<U: MemoryResource> Drop for ArenaInner<U> {
     fn drop(&mut self) {
+        // The heap goes before its memory does.
+        drop(self.heap.take());
         let _device = super::detail::quiesce_device(
             "ArenaMemoryResource",
             "before release",
@@ -296,6 +302,11 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 checked: !options.unchecked_frees,
                 bad_frees: AtomicUsize::new(0),
                 simulated,
+                heap: if nvtx::annotates(simulated) {
+                    nvtx::Chunk::claim(base.addr(), size)
+                } else {
+                    None
+                },
             }),
         })
     }
@@ -529,6 +540,15 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         }
     }
 
+    /// `addr` as the pointer handed out, registered as an NVTX region of
+    /// `bytes` when the arena annotates.
+    fn annotated(&self, addr: u64, bytes: usize) -> DevicePtr {
+        if let Some(heap) = &self.inner.heap {
+            heap.register_region(addr, bytes);
+        }
+        DevicePtr::new(addr)
+    }
+
     fn sync_stream(&self, stream: CudaStreamView) {
         if !self.inner.simulated {
             stream.synchronize_no_throw();
@@ -560,7 +580,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             _ => return Err(self.out_of_memory(bytes)),
         };
         if let Some(a) = self.try_allocate(size, bytes, stream) {
-            return Ok(DevicePtr::new(a));
+            return Ok(self.annotated(a, bytes));
         }
         // Defragmenting synchronises the device: wrong under another current
         // device, and rare enough to check for it here.
@@ -569,7 +589,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
         self.defragment();
         match self.try_allocate(size, bytes, stream) {
-            Some(a) => Ok(DevicePtr::new(a)),
+            Some(a) => Ok(self.annotated(a, bytes)),
             None => {
                 let e = self.out_of_memory(bytes);
                 log::error!("{e}");
@@ -620,6 +640,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             }
         };
         let addr = ptr.addr();
+        if self.inner.heap.is_some() {
+            nvtx::unregister_region(addr);
+        }
         let mut b = held.unwrap_or_else(|| lock(&arena.book));
         if size > LARGE {
             // Kept for this stream (reuse in its order needs no sync); other

@@ -12,6 +12,7 @@ use super::{
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
 use crate::error::{Error, Result};
+use crate::nvtx;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -32,6 +33,9 @@ struct BinningInner<U> {
     live: LiveSet,
     /// Freed blocks of the bins made here, per stream.
     cache: StreamCache,
+    /// Blocks of the bins made here are NVTX regions (registered by their
+    /// bin at the bin's size) that are sized to each request ([`crate::nvtx`]).
+    annotate: bool,
 }
 
 /// Routes each request to the smallest bin that holds it, and larger ones
@@ -105,12 +109,14 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
     /// A resource without bins: everything goes to the upstream until
     /// [`add_bin`](Self::add_bin) is called.
     pub fn new(upstream: U) -> Self {
+        let annotate = nvtx::annotates(upstream.is_simulated());
         BinningMemoryResource {
             inner: Arc::new(BinningInner {
                 upstream,
                 bins: Vec::new(),
                 live: LiveSet::default(),
                 cache: StreamCache::new(Self::DEFAULT_CACHE_BUDGET),
+                annotate,
             }),
         }
     }
@@ -277,10 +283,16 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
             return Ok(DevicePtr::NULL);
         }
         let p = match self.route(bytes) {
-            Some((i, bin)) if bin.made_here => match self.inner.cache.take(stream, i, bin.size) {
-                Some(addr) => DevicePtr::new(addr),
-                None => self.bin_allocate(bin, stream)?,
-            },
+            Some((i, bin)) if bin.made_here => {
+                let p = match self.inner.cache.take(stream, i, bin.size) {
+                    Some(addr) => DevicePtr::new(addr),
+                    None => self.bin_allocate(bin, stream)?,
+                };
+                if self.inner.annotate {
+                    nvtx::resize_region(p.addr(), bytes);
+                }
+                p
+            }
             Some((_, bin)) => bin.resource.allocate(bytes, alignment, stream)?,
             None => self.inner.upstream.allocate(bytes, alignment, stream)?,
         };

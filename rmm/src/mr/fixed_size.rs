@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::detail::free_list::FixedSizeFreeList;
-use super::detail::shell::{release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource};
+use super::detail::shell::{
+    chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
+};
 use super::detail::stream_ordered::Backing;
 use super::{MemoryResource, SharedResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
@@ -124,6 +126,10 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
 
     fn is_head(&self, _addr: u64) -> bool {
         true
+    }
+
+    fn chunk_of(&self, addr: u64) -> Option<(u64, usize)> {
+        chunk_containing(&self.chunks, addr)
     }
 
     fn contains(&self, addr: u64, _size: usize) -> bool {

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::detail::free_list::CoalescingFreeList;
-use super::detail::shell::{release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource};
+use super::detail::shell::{
+    chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
+};
 use super::detail::stream_ordered::Backing;
 use super::{FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
@@ -99,6 +101,10 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
 
     fn is_head(&self, addr: u64) -> bool {
         self.chunks.contains_key(&addr)
+    }
+
+    fn chunk_of(&self, addr: u64) -> Option<(u64, usize)> {
+        chunk_containing(&self.chunks, addr)
     }
 
     fn contains(&self, addr: u64, size: usize) -> bool {

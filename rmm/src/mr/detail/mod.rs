@@ -10,6 +10,7 @@
 //! [`crate::mr`] at their old paths.
 
 pub(crate) mod alignment;
+pub(crate) mod annotations;
 pub(crate) mod arena_book;
 mod device;
 pub(crate) mod driver_pools;

@@ -169,6 +169,15 @@ pub(crate) unsafe fn release_chunks<U: MemoryResource>(upstream: &U, chunks: &mu
     }
 }
 
+/// The chunk of `chunks` (address → size) that holds `addr`.
+pub(crate) fn chunk_containing(chunks: &BTreeMap<u64, usize>, addr: u64) -> Option<(u64, usize)> {
+    chunks
+        .range(..=addr)
+        .next_back()
+        .filter(|(&s, &n)| addr < s + n as u64)
+        .map(|(&s, &n)| (s, n))
+}
+
 /// Implements `Clone` and `MemoryResource` for a resource `$ty` (generic
 /// over an upstream `$u`, if given) whose one field `shell` is a
 /// [`StreamOrderedResource`]: each method forwards to the shell.

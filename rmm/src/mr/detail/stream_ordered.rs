@@ -27,6 +27,7 @@
 
 use std::thread::ThreadId;
 
+use super::annotations::ChunkHeaps;
 use super::free_list::FreeBlocks;
 use super::live_set::{log_bad_free, LiveMap};
 use crate::device::{ensure_current, DeviceId};
@@ -48,6 +49,11 @@ pub(crate) trait Backing: Send + 'static {
     fn is_head(&self, addr: u64) -> bool;
     /// True when `[addr, addr + size)` lies inside memory the backing holds.
     fn contains(&self, addr: u64, size: usize) -> bool;
+    /// The upstream chunk (start, size) that holds `addr`, for the NVTX
+    /// heaps ([`crate::nvtx`]); `None` (the default): not annotated.
+    fn chunk_of(&self, _addr: u64) -> Option<(u64, usize)> {
+        None
+    }
     /// Obtains memory for a `size`-byte request on `stream` and puts it into
     /// `list` (the requesting stream's list, which then holds every free
     /// block of the resource).
@@ -137,6 +143,8 @@ pub(crate) struct StreamOrdered<B: Backing> {
     live: Option<LiveMap>,
     /// Frees refused so far.
     bad_frees: usize,
+    /// The NVTX heaps, while a tool takes annotations.
+    annotations: Option<ChunkHeaps>,
 }
 
 impl<B: Backing> StreamOrdered<B> {
@@ -150,6 +158,7 @@ impl<B: Backing> StreamOrdered<B> {
             shared: false,
             live: Some(LiveMap::default()),
             bad_frees: 0,
+            annotations: ChunkHeaps::for_resource(simulated),
         }
     }
 
@@ -272,6 +281,9 @@ impl<B: Backing> StreamOrdered<B> {
                 );
             }
         }
+        if let Some(a) = &mut self.annotations {
+            a.allocated(self.backing.chunk_of(addr), addr, bytes, stream);
+        }
         Ok(addr)
     }
 
@@ -319,6 +331,9 @@ impl<B: Backing> StreamOrdered<B> {
                 backing.name()
             );
             return;
+        }
+        if let Some(a) = &self.annotations {
+            a.freed(addr);
         }
         self.mark_used(i);
     }
@@ -409,6 +424,9 @@ impl<B: Backing> StreamOrdered<B> {
         let _device =
             super::quiesce_device(self.backing.name(), "before release", self.device, self.simulated);
         self.destroy_events();
+        if let Some(a) = &mut self.annotations {
+            a.release();
+        }
         self.backing.release();
     }
 
