@@ -7,7 +7,6 @@
 use std::collections::btree_map::{BTreeMap, Entry};
 
 use crate::nvtx::{self, Chunk};
-use crate::stream::CudaStreamView;
 
 /// The claimed chunks by start (`None`: a chunk that could not be claimed,
 /// such as one straddling the end of another sub-allocator's heap);
@@ -33,21 +32,19 @@ impl ChunkHeaps {
     /// Registers an allocation of `bytes` at `addr` inside `chunk` (start,
     /// size), claiming the chunk first if this is its first use. The chunk
     /// may come from a stream-ordered upstream (`cuda_async`): the tool
-    /// knows such memory only once `stream` reached its allocation, so the
-    /// stream is synchronised before a claim (once per chunk).
-    pub fn allocated(
-        &mut self,
-        chunk: Option<(u64, usize)>,
-        addr: u64,
-        bytes: usize,
-        stream: CudaStreamView,
-    ) {
+    /// knows such memory only once the stream reached its allocation (and
+    /// any earlier stream-ordered free of the same addresses, on whatever
+    /// stream), so the device is synchronised before a claim (once per
+    /// chunk, only while a tool is attached).
+    pub fn allocated(&mut self, chunk: Option<(u64, usize)>, addr: u64, bytes: usize) {
         let Some((start, size)) = chunk else { return };
         let heap = match self.heaps.entry(start) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
                 if !self.simulated {
-                    stream.synchronize_no_throw();
+                    if let Err(e) = crate::driver::device_synchronize() {
+                        log::warn!("nvtx: device synchronisation before a chunk's claim failed: {e}");
+                    }
                 }
                 e.insert(Chunk::claim(start, size))
             }

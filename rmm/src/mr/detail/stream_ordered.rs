@@ -282,7 +282,7 @@ impl<B: Backing> StreamOrdered<B> {
             }
         }
         if let Some(a) = &mut self.annotations {
-            a.allocated(self.backing.chunk_of(addr), addr, bytes, stream);
+            a.allocated(self.backing.chunk_of(addr), addr, bytes);
         }
         Ok(addr)
     }
