@@ -133,10 +133,8 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
     }
 
     fn contains(&self, addr: u64, _size: usize) -> bool {
-        self.chunks.range(..=addr).next_back().is_some_and(|(&s, &n)| {
-            let off = addr - s;
-            off < n as u64 && off.is_multiple_of(self.block_size as u64)
-        })
+        self.chunk_of(addr)
+            .is_some_and(|(s, _)| (addr - s).is_multiple_of(self.block_size as u64))
     }
 
     fn grow(&mut self, _size: usize, stream: CudaStreamView, list: &mut FixedSizeFreeList) -> Result<()> {

@@ -108,10 +108,8 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
     }
 
     fn contains(&self, addr: u64, size: usize) -> bool {
-        self.chunks
-            .range(..=addr)
-            .next_back()
-            .is_some_and(|(&s, &n)| addr.checked_add(size as u64).is_some_and(|e| e <= s + n as u64))
+        self.chunk_of(addr)
+            .is_some_and(|(s, n)| addr.checked_add(size as u64).is_some_and(|e| e <= s + n as u64))
     }
 
     fn grow(&mut self, size: usize, stream: CudaStreamView, list: &mut CoalescingFreeList) -> Result<()> {

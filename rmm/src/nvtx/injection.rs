@@ -66,6 +66,16 @@ pub(super) struct VirtualRangeDesc {
     pub ptr: *const c_void,
 }
 
+impl VirtualRangeDesc {
+    /// The range `[addr, addr + size)`.
+    pub(super) fn new(addr: u64, size: usize) -> Self {
+        VirtualRangeDesc {
+            size,
+            ptr: addr as *const c_void,
+        }
+    }
+}
+
 /// `nvtxMemHeapDesc_v1`.
 #[repr(C)]
 pub(super) struct HeapDesc {

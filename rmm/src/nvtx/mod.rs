@@ -110,10 +110,7 @@ impl Registry {
 
     /// Registers a region of `bytes` at `addr` in heap `handle`.
     fn register_region(&mut self, t: &MemoryTool, handle: usize, addr: u64, bytes: usize) {
-        let range = VirtualRangeDesc {
-            size: bytes,
-            ptr: addr as *const c_void,
-        };
+        let range = VirtualRangeDesc::new(addr, bytes);
         let batch = RegionsRegisterBatch {
             ext_compat_id: EXT_COMPAT_MEM,
             struct_size: std::mem::size_of::<RegionsRegisterBatch>() as u16,
@@ -208,10 +205,7 @@ impl Chunk {
         if reg.heaps.range(base..end).next().is_some() {
             return None;
         }
-        let range = VirtualRangeDesc {
-            size,
-            ptr: base as *const c_void,
-        };
+        let range = VirtualRangeDesc::new(base, size);
         let desc = HeapDesc {
             ext_compat_id: EXT_COMPAT_MEM,
             struct_size: std::mem::size_of::<HeapDesc>() as u16,
@@ -284,10 +278,7 @@ pub(crate) fn resize_region(addr: u64, bytes: usize) {
         return;
     };
     region.1 = bytes;
-    let range = VirtualRangeDesc {
-        size: bytes,
-        ptr: addr as *const c_void,
-    };
+    let range = VirtualRangeDesc::new(addr, bytes);
     let batch = RegionsResizeBatch {
         ext_compat_id: EXT_COMPAT_MEM,
         struct_size: std::mem::size_of::<RegionsResizeBatch>() as u16,
