@@ -2,8 +2,9 @@
 //! project's resources, printed as the same CSV as RMM's anchor
 //! (`impl,resource,workload,params,seconds,ns_per_op,failed`, impl `rmm-rs`).
 //!
-//! With a GPU: rows for `cuda`, `cuda_async`, `pool`, `binning`, `arena`
-//! and `vmpool`, configured as WORKLOADS.md says, plus `statistics_pool` and
+//! With a GPU: rows for `cuda`, `cuda_async`, `cuda_async_managed` (the
+//! managed driver pool; RMM's anchor has no such row), `pool`, `binning`,
+//! `arena` and `vmpool`, configured as WORKLOADS.md says, plus `statistics_pool` and
 //! `tracking_pool` (those adaptors over the `pool` configuration), which
 //! measure the adaptors' overhead against the `pool` rows. Without one: `pool`,
 //! `binning` and `arena` over a simulated device (addresses only; what is
@@ -265,6 +266,7 @@ fn main() {
         &[
             "cuda",
             "cuda_async",
+            "cuda_async_managed",
             "pool",
             "binning",
             "arena",

@@ -1011,6 +1011,27 @@ pub fn pointer_kind(ptr: u64) -> Result<PointerKind> {
     Ok(PointerKind::Device(ordinal))
 }
 
+/// Whether `ptr` lies in memory of a stream-ordered driver pool
+/// (`cuMemAllocAsync`, `cuMemAllocFromPoolAsync`); `false` for an address
+/// the driver does not know.
+pub fn is_driver_pool_memory(ptr: u64) -> Result<bool> {
+    ensure_context()?;
+    let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `pool` is a valid out-pointer of the attribute's size (a handle).
+    let status = unsafe {
+        cu::cuPointerGetAttribute(
+            (&mut pool as *mut cu::CUmemoryPool).cast(),
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+            ptr,
+        )
+    };
+    if status == cu::CUresult::CUDA_ERROR_INVALID_VALUE {
+        return Ok(false);
+    }
+    check(status, "cuPointerGetAttribute", 0)?;
+    Ok(!pool.is_null())
+}
+
 /// Whether `device` can access `peer`'s memory directly.
 pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
     init()?;

@@ -21,7 +21,10 @@
 //! branch on a flag fixed at its construction, so annotations are on by
 //! default exactly where they can be seen. [`DISABLE_VAR`]`=0` turns them
 //! off, for example to compare a sanitizer run with and without them.
-//! Simulated resources are never annotated. Blocks held in binning's
+//! Simulated resources are never annotated, nor are sub-allocators over a
+//! stream-ordered driver pool (`cuda_async`): compute-sanitizer takes no
+//! heap in such memory (memcheck still sees the upstream allocation's own
+//! bounds). Blocks held in binning's
 //! per-stream caches stay registered (at their last size) until they go
 //! back to their bin.
 //!
@@ -203,6 +206,16 @@ impl Chunk {
             });
         }
         if reg.heaps.range(base..end).next().is_some() {
+            return None;
+        }
+        // compute-sanitizer 2025.3 refuses heaps in a driver pool's memory
+        // ("parameters invalid"; a pool over `cuda_async`): such a chunk
+        // stays unannotated, as without a tool (simulated addresses are
+        // unknown to the driver, or there is none: not pool memory).
+        if crate::driver::is_driver_pool_memory(base).unwrap_or(false) {
+            log::info!(
+                "nvtx: {base:#x} is a driver pool's memory, which the tool takes no heap in; not annotated"
+            );
             return None;
         }
         let range = VirtualRangeDesc::new(base, size);

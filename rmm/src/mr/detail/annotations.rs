@@ -12,42 +12,25 @@ use crate::nvtx::{self, Chunk};
 /// such as one straddling the end of another sub-allocator's heap);
 /// present only while a tool takes annotations (decided when the resource
 /// is made).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct ChunkHeaps {
     heaps: BTreeMap<u64, Option<Chunk>>,
-    /// Over simulated memory (the tests' recording tool): no stream to wait for.
-    simulated: bool,
 }
 
 impl ChunkHeaps {
     /// The heaps of a resource over memory that is `simulated` (or not):
     /// `None` when it does not annotate.
     pub fn for_resource(simulated: bool) -> Option<ChunkHeaps> {
-        nvtx::annotates(simulated).then(|| ChunkHeaps {
-            heaps: BTreeMap::new(),
-            simulated,
-        })
+        nvtx::annotates(simulated).then(ChunkHeaps::default)
     }
 
     /// Registers an allocation of `bytes` at `addr` inside `chunk` (start,
-    /// size), claiming the chunk first if this is its first use. The chunk
-    /// may come from a stream-ordered upstream (`cuda_async`): the tool
-    /// knows such memory only once the stream reached its allocation (and
-    /// any earlier stream-ordered free of the same addresses, on whatever
-    /// stream), so the device is synchronised before a claim (once per
-    /// chunk, only while a tool is attached).
+    /// size), claiming the chunk first if this is its first use.
     pub fn allocated(&mut self, chunk: Option<(u64, usize)>, addr: u64, bytes: usize) {
         let Some((start, size)) = chunk else { return };
         let heap = match self.heaps.entry(start) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => {
-                if !self.simulated {
-                    if let Err(e) = crate::driver::device_synchronize() {
-                        log::warn!("nvtx: device synchronisation before a chunk's claim failed: {e}");
-                    }
-                }
-                e.insert(Chunk::claim(start, size))
-            }
+            Entry::Vacant(e) => e.insert(Chunk::claim(start, size)),
         };
         if let Some(heap) = heap {
             heap.register_region(addr, bytes);
