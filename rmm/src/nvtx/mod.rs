@@ -313,7 +313,8 @@ pub(crate) fn unregister_region(addr: u64) {
 }
 
 /// Attaches a tool given as its entry points (the tests' recording tool)
-/// unless one is attached already; returns whether it is now attached.
+/// unless a tool is attached already; returns whether the attached tool is
+/// this one (false under a real tool, such as a memcheck run of the tests).
 ///
 /// # Safety
 /// As [`injection::attach`].
@@ -322,21 +323,17 @@ pub(crate) unsafe fn attach_for_tests(
     core_init: Option<injection::CoreInitFn>,
     ext_init: injection::ExtInitFn,
 ) -> bool {
+    static ATTACHED_FOR_TESTS: Mutex<bool> = Mutex::new(false);
+    let mut ours = ATTACHED_FOR_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let _ = tool();
-    if !TOOL.load(Ordering::Acquire).is_null() {
-        return true;
+    if *ours || !TOOL.load(Ordering::Acquire).is_null() {
+        return *ours;
     }
     // SAFETY: the caller's contract.
     let Some(t) = (unsafe { injection::attach(core_init, ext_init) }) else {
         return false;
     };
-    let p = Box::into_raw(Box::new(t));
-    if TOOL
-        .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        // SAFETY: `p` was not published; another attachment won.
-        drop(unsafe { Box::from_raw(p) });
-    }
+    TOOL.store(Box::into_raw(Box::new(t)), Ordering::Release);
+    *ours = true;
     true
 }

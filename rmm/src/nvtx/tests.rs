@@ -156,17 +156,22 @@ unsafe extern "C" fn ext_init(module: *mut ExtModuleInfo) -> c_int {
 /// Attaches the recording tool and records this thread's calls while `f`
 /// runs. One test at a time: simulated resources hand out the same
 /// addresses, and the record of heaps and regions is the process's.
-fn recorded(f: impl FnOnce()) -> Vec<Event> {
+/// `None` (the test skips, counted) under a real tool, which took the
+/// process's one attachment (a memcheck run of these tests).
+fn recorded(test: &str, f: impl FnOnce()) -> Option<Vec<Event>> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the entry points above follow the protocol's signatures.
-    assert!(unsafe { super::attach_for_tests(Some(core_init), ext_init) });
+    if !unsafe { super::attach_for_tests(Some(core_init), ext_init) } {
+        crate::testing::report_skip(test, "a real NVTX tool is attached; the recording tool cannot be");
+        return None;
+    }
     assert!(super::memory_annotations_active());
     EVENTS.with(|v| v.borrow_mut().clear());
     RECORDING.with(|r| r.set(true));
     f();
     RECORDING.with(|r| r.set(false));
-    EVENTS.with(|v| std::mem::take(&mut *v.borrow_mut()))
+    Some(EVENTS.with(|v| std::mem::take(&mut *v.borrow_mut())))
 }
 
 fn heap_of(events: &[Event], addr: u64) -> (usize, u64, usize) {
@@ -185,25 +190,30 @@ const S: CudaStreamView<'static> = CudaStreamView::DEFAULT;
 
 #[test]
 fn pool_registers_chunks_as_heaps_and_allocations_at_their_requested_size() {
-    let events = recorded(|| {
-        let pool = PoolMemoryResource::new(
-            SimulatedMemoryResource::new(1 << 30),
-            PoolOptions::default().initial_pool_size(1 << 20),
-        )
-        .unwrap();
-        let a = pool.allocate(1000, 256, S).unwrap();
-        let b = pool.allocate(3 << 20, 256, S).unwrap(); // grows: a second chunk
-                                                         // SAFETY: allocated above with these sizes.
-        unsafe {
-            pool.deallocate(a, 1000, 256, S);
-            pool.deallocate(b, 3 << 20, 256, S);
-        }
-        // A refused free (double free) registers nothing.
-        // SAFETY: the pool checks frees; this one is refused.
-        unsafe { pool.deallocate(a, 1000, 256, S) };
-        assert_eq!(pool.bad_frees(), 1);
-        RECORDED_ADDRS.with(|c| c.set((a.addr(), b.addr())));
-    });
+    let Some(events) = recorded(
+        "pool_registers_chunks_as_heaps_and_allocations_at_their_requested_size",
+        || {
+            let pool = PoolMemoryResource::new(
+                SimulatedMemoryResource::new(1 << 30),
+                PoolOptions::default().initial_pool_size(1 << 20),
+            )
+            .unwrap();
+            let a = pool.allocate(1000, 256, S).unwrap();
+            let b = pool.allocate(3 << 20, 256, S).unwrap(); // grows: a second chunk
+                                                             // SAFETY: allocated above with these sizes.
+            unsafe {
+                pool.deallocate(a, 1000, 256, S);
+                pool.deallocate(b, 3 << 20, 256, S);
+            }
+            // A refused free (double free) registers nothing.
+            // SAFETY: the pool checks frees; this one is refused.
+            unsafe { pool.deallocate(a, 1000, 256, S) };
+            assert_eq!(pool.bad_frees(), 1);
+            RECORDED_ADDRS.with(|c| c.set((a.addr(), b.addr())));
+        },
+    ) else {
+        return;
+    };
     let (a, b) = RECORDED_ADDRS.with(Cell::get);
     let (ha, base_a, size_a) = heap_of(&events, a);
     let (hb, _, _) = heap_of(&events, b);
@@ -245,7 +255,7 @@ thread_local! {
 
 #[test]
 fn fixed_size_registers_the_requested_bytes_of_its_blocks() {
-    let events = recorded(|| {
+    let Some(events) = recorded("fixed_size_registers_the_requested_bytes_of_its_blocks", || {
         let fixed = FixedSizeMemoryResource::new(
             SimulatedMemoryResource::new(1 << 30),
             FixedSizeOptions::default()
@@ -257,7 +267,9 @@ fn fixed_size_registers_the_requested_bytes_of_its_blocks() {
         // SAFETY: allocated above.
         unsafe { fixed.deallocate(p, 100, 256, S) };
         RECORDED_ADDRS.with(|c| c.set((p.addr(), 0)));
-    });
+    }) else {
+        return;
+    };
     let (p, _) = RECORDED_ADDRS.with(Cell::get);
     let (h, _, size) = heap_of(&events, p);
     assert_eq!(size, 4 * 4096);
@@ -272,7 +284,7 @@ fn fixed_size_registers_the_requested_bytes_of_its_blocks() {
 
 #[test]
 fn binning_resizes_a_reused_block_to_each_request() {
-    let events = recorded(|| {
+    let Some(events) = recorded("binning_resizes_a_reused_block_to_each_request", || {
         let binning =
             BinningMemoryResource::with_fixed_bins(SimulatedMemoryResource::new(1 << 30), 10, 12).unwrap();
         let p = binning.allocate(1000, 256, S).unwrap();
@@ -283,7 +295,9 @@ fn binning_resizes_a_reused_block_to_each_request() {
         // SAFETY: allocated above.
         unsafe { binning.deallocate(q, 900, 256, S) };
         RECORDED_ADDRS.with(|c| c.set((p.addr(), 0)));
-    });
+    }) else {
+        return;
+    };
     let (p, _) = RECORDED_ADDRS.with(Cell::get);
     let (h, _, _) = heap_of(&events, p);
     let of_p: Vec<_> = events
@@ -318,7 +332,7 @@ fn binning_resizes_a_reused_block_to_each_request() {
 
 #[test]
 fn arena_registers_its_arena_as_one_heap() {
-    let events = recorded(|| {
+    let Some(events) = recorded("arena_registers_its_arena_as_one_heap", || {
         let arena = ArenaMemoryResource::new(
             SimulatedMemoryResource::new(1 << 30),
             ArenaOptions::default().arena_size(64 << 20),
@@ -331,7 +345,9 @@ fn arena_registers_its_arena_as_one_heap() {
         // SAFETY: the arena checks frees; this one is refused.
         unsafe { arena.deallocate(crate::DevicePtr::new(p.addr() + 4096), 256, 256, S) };
         RECORDED_ADDRS.with(|c| c.set((p.addr(), 0)));
-    });
+    }) else {
+        return;
+    };
     let (p, _) = RECORDED_ADDRS.with(Cell::get);
     let (h, _, size) = heap_of(&events, p);
     assert_eq!(size, 64 << 20);
@@ -356,21 +372,27 @@ fn arena_registers_its_arena_as_one_heap() {
 
 #[test]
 fn a_pool_over_an_annotating_pool_adopts_its_chunk_inside_the_outer_heap() {
-    let events = recorded(|| {
-        let outer = PoolMemoryResource::new(
-            SimulatedMemoryResource::new(1 << 30),
-            PoolOptions::default().initial_pool_size(64 << 20),
-        )
-        .unwrap();
-        let inner = PoolMemoryResource::new(outer.clone(), PoolOptions::default().initial_pool_size(1 << 20))
+    let Some(events) = recorded(
+        "a_pool_over_an_annotating_pool_adopts_its_chunk_inside_the_outer_heap",
+        || {
+            let outer = PoolMemoryResource::new(
+                SimulatedMemoryResource::new(1 << 30),
+                PoolOptions::default().initial_pool_size(64 << 20),
+            )
             .unwrap();
-        let p = inner.allocate(1000, 256, S).unwrap();
-        let q = inner.allocate(3000, 256, S).unwrap();
-        // SAFETY: allocated above.
-        unsafe { inner.deallocate(p, 1000, 256, S) };
-        drop(inner); // `q` is still live: its region goes with the chunk
-        RECORDED_ADDRS.with(|c| c.set((p.addr(), q.addr())));
-    });
+            let inner =
+                PoolMemoryResource::new(outer.clone(), PoolOptions::default().initial_pool_size(1 << 20))
+                    .unwrap();
+            let p = inner.allocate(1000, 256, S).unwrap();
+            let q = inner.allocate(3000, 256, S).unwrap();
+            // SAFETY: allocated above.
+            unsafe { inner.deallocate(p, 1000, 256, S) };
+            drop(inner); // `q` is still live: its region goes with the chunk
+            RECORDED_ADDRS.with(|c| c.set((p.addr(), q.addr())));
+        },
+    ) else {
+        return;
+    };
     let (p, q) = RECORDED_ADDRS.with(Cell::get);
     let (h, _, _) = heap_of(&events, p);
     let chunk = 1 << 20;
