@@ -55,6 +55,23 @@ impl Hasher for AddrHasher {
 /// A hash map keyed by addresses.
 pub(crate) type AddrMap<V> = HashMap<u64, V, BuildHasherDefault<AddrHasher>>;
 
+/// Gives back most of an address map's table once it holds under a
+/// sixteenth of its capacity (hash tables never shrink by themselves).
+///
+/// A table grown for a burst of blocks and then left nearly empty costs
+/// every later operation a cache miss on a random line of a table of
+/// megabytes: after `random` with 100 000 allocations, the pool's next
+/// rows ran 25% slower per operation than on fresh tables. The table had
+/// at least 7/16 of its capacity in use when it last grew, so shrinking is
+/// paid for by the 3/8 of its capacity removed since: amortised O(1).
+pub(crate) fn shrink_if_sparse<V>(map: &mut AddrMap<V>) {
+    const SMALL: usize = 512;
+    let capacity = map.capacity();
+    if capacity > SMALL && map.len() < capacity / 16 {
+        map.shrink_to((map.len() * 4).max(SMALL / 2));
+    }
+}
+
 fn size_key(size: usize, addr: u64) -> u128 {
     ((size as u128) << 64) | u128::from(addr)
 }
@@ -177,6 +194,14 @@ impl CoalescingFreeList {
         self.by_end.remove(&(addr + size as u64));
         self.index_remove(size, addr);
         self.bytes -= size;
+        self.shrink_if_sparse();
+    }
+
+    /// Shrinks the boundary-tag tables once they are mostly empty
+    /// ([`shrink_if_sparse`]).
+    fn shrink_if_sparse(&mut self) {
+        shrink_if_sparse(&mut self.by_start);
+        shrink_if_sparse(&mut self.by_end);
     }
 
     /// Adds the free block `[addr, addr + size)`, merging it with the free
@@ -251,6 +276,10 @@ impl CoalescingFreeList {
         }
         self.index_insert(len, start);
         self.bytes += size;
+        if prev.is_some() && next.is_some() {
+            // Two blocks became one.
+            self.shrink_if_sparse();
+        }
         Some((start, len))
     }
 
@@ -279,6 +308,7 @@ impl CoalescingFreeList {
             self.index_insert(bs - size, rest);
         } else {
             self.by_end.remove(&end);
+            self.shrink_if_sparse();
         }
         Some((ba, bs))
     }

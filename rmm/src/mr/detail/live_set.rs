@@ -22,7 +22,7 @@ use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::free_list::AddrMap;
+use super::free_list::{shrink_if_sparse, AddrMap};
 
 /// Why a free was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,7 @@ impl LiveMap {
             Entry::Occupied(e) if *e.get() != bytes => Err(BadFree::WrongSize(*e.get())),
             Entry::Occupied(e) => {
                 e.remove();
+                shrink_if_sparse(&mut self.map);
                 Ok(())
             }
         }

@@ -13,7 +13,12 @@
 //! The caches are bounded twice: each (stream, bin) list holds at most
 //! [`LIST_BYTES`] worth of blocks (at least [`MIN_LIST_BLOCKS`]), and all
 //! of them together at most the cache's budget. A free beyond either bound
-//! goes to the bin as before. Blocks of a stream that is never used again
+//! goes to the bin as before. The budget is shared through one atomic
+//! counter, which each stripe draws from in units (a 512th of the budget,
+//! at most [`BUDGET_UNIT`]) and keeps a little slack of (under two units),
+//! so the threads of different stripes do not meet on that counter's cache
+//! line on every operation. So the cache may refuse a block while up to a
+//! quarter of the budget is reserved by other stripes and unused. Blocks of a stream that is never used again
 //! stay cached until [`StreamCache::drain`] hands every cached block back
 //! (the owner does that when a bin runs out of memory, after synchronising
 //! the device, since those streams may no longer exist).
@@ -36,6 +41,8 @@ const MAX_LIST_BLOCKS: usize = 64;
 const STRIPES: usize = 64;
 /// Lists a stripe keeps before it drops its empty ones.
 const STRIPE_LISTS: usize = 32;
+/// A stripe reserves the shared budget in units of at most this many bytes.
+pub(crate) const BUDGET_UNIT: usize = 1 << 20;
 
 /// One stream's cached blocks of one bin.
 #[derive(Debug)]
@@ -45,10 +52,14 @@ struct CachedList {
     blocks: Vec<u64>,
 }
 
-/// A stripe: the lists of the streams that hash to it.
+/// A stripe: the lists of the streams that hash to it, the bytes they
+/// hold, and the part of the shared budget the stripe has reserved
+/// (`cached <= reserved`; a multiple of the cache's unit).
 #[derive(Debug, Default)]
 struct Stripe {
     lists: Vec<CachedList>,
+    cached: usize,
+    reserved: usize,
 }
 
 impl Stripe {
@@ -60,10 +71,19 @@ impl Stripe {
 /// Per-(stream, bin) caches of free blocks; see the module docs.
 #[derive(Debug)]
 pub(crate) struct StreamCache {
-    stripes: Box<[Mutex<Stripe>]>,
-    cached_bytes: AtomicUsize,
+    stripes: Box<[StripeSlot]>,
+    /// Budget bytes the stripes have reserved, at most `budget`.
+    reserved: AtomicUsize,
     budget: usize,
+    /// What a stripe reserves at a time: `budget / 512`, between 1 byte
+    /// and [`BUDGET_UNIT`].
+    unit: usize,
 }
+
+/// One stripe's lock, on its own cache lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct StripeSlot(Mutex<Stripe>);
 
 /// A multiplicative hash of a stream key (its handle, and for the
 /// per-thread default stream its thread): cheap, and spreads handles that
@@ -97,9 +117,10 @@ impl StreamCache {
     /// Empty caches that together hold at most `budget` bytes.
     pub fn new(budget: usize) -> StreamCache {
         StreamCache {
-            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe::default())).collect(),
-            cached_bytes: AtomicUsize::new(0),
+            stripes: (0..STRIPES).map(|_| StripeSlot::default()).collect(),
+            reserved: AtomicUsize::new(0),
             budget,
+            unit: (budget / (8 * STRIPES)).clamp(1, BUDGET_UNIT),
         }
     }
 
@@ -109,7 +130,35 @@ impl StreamCache {
         let i = (h.finish() >> 32) as usize % STRIPES;
         // A poisoned stripe still holds valid lists (every update is one
         // push or pop): keep using it.
-        self.stripes[i].lock().unwrap_or_else(|e| e.into_inner())
+        self.stripes[i].0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes `stripe`'s reservation cover `bytes` more cached bytes; false
+    /// when the shared budget cannot.
+    fn reserve(&self, stripe: &mut Stripe, bytes: usize) -> bool {
+        let want = stripe.cached + bytes;
+        if want <= stripe.reserved {
+            return true;
+        }
+        let more = (want - stripe.reserved).next_multiple_of(self.unit);
+        let before = self.reserved.fetch_add(more, Ordering::Relaxed);
+        if before + more > self.budget {
+            self.reserved.fetch_sub(more, Ordering::Relaxed);
+            return false;
+        }
+        stripe.reserved += more;
+        true
+    }
+
+    /// Gives back the part of `stripe`'s reservation beyond one unit of
+    /// slack, once the slack reaches two units.
+    fn release_slack(&self, stripe: &mut Stripe) {
+        let slack = stripe.reserved - stripe.cached;
+        if slack >= 2 * self.unit {
+            let back = (slack - self.unit) / self.unit * self.unit;
+            stripe.reserved -= back;
+            self.reserved.fetch_sub(back, Ordering::Relaxed);
+        }
     }
 
     /// A block of bin `bin` (blocks of `block_size` bytes) last freed on
@@ -119,8 +168,8 @@ impl StreamCache {
         let mut stripe = self.stripe(key);
         let i = stripe.position(key, bin)?;
         let addr = stripe.lists[i].blocks.pop()?;
-        drop(stripe);
-        self.cached_bytes.fetch_sub(block_size, Ordering::Relaxed);
+        stripe.cached -= block_size;
+        self.release_slack(&mut stripe);
         Some(addr)
     }
 
@@ -128,15 +177,17 @@ impl StreamCache {
     /// freed on `stream`; false when the list or the whole cache is full
     /// (the caller returns the block to its bin instead).
     pub fn put(&self, stream: CudaStreamView, bin: usize, block_size: usize, addr: u64) -> bool {
-        // Reserve the bytes first so that racing frees cannot overshoot.
-        let before = self.cached_bytes.fetch_add(block_size, Ordering::Relaxed);
-        if before + block_size > self.budget {
-            self.cached_bytes.fetch_sub(block_size, Ordering::Relaxed);
+        let key = StreamKey::of(stream);
+        let mut guard = self.stripe(key);
+        let stripe = &mut *guard;
+        let limit = list_limit(block_size);
+        if stripe
+            .position(key, bin)
+            .is_some_and(|i| stripe.lists[i].blocks.len() >= limit)
+            || !self.reserve(stripe, block_size)
+        {
             return false;
         }
-        let key = StreamKey::of(stream);
-        let mut stripe = self.stripe(key);
-        let limit = list_limit(block_size);
         let list = match stripe.position(key, bin) {
             Some(i) => &mut stripe.lists[i],
             None => {
@@ -154,12 +205,8 @@ impl StreamCache {
                 stripe.lists.last_mut().expect("just pushed")
             }
         };
-        if list.blocks.len() >= limit {
-            drop(stripe);
-            self.cached_bytes.fetch_sub(block_size, Ordering::Relaxed);
-            return false;
-        }
         list.blocks.push(addr);
+        stripe.cached += block_size;
         true
     }
 
@@ -168,28 +215,29 @@ impl StreamCache {
     /// device before it hands them to anything stream-ordered.
     pub fn drain(&self, block_size_of: impl Fn(usize) -> usize) -> Vec<(usize, u64)> {
         let mut out = Vec::new();
-        for stripe in self.stripes.iter() {
-            let mut stripe = stripe.lock().unwrap_or_else(|e| e.into_inner());
-            for list in stripe.lists.drain(..) {
-                let size = block_size_of(list.bin);
-                for addr in list.blocks {
-                    self.cached_bytes.fetch_sub(size, Ordering::Relaxed);
-                    out.push((list.bin, addr));
-                }
+        for slot in self.stripes.iter() {
+            let mut stripe = slot.0.lock().unwrap_or_else(|e| e.into_inner());
+            for list in std::mem::take(&mut stripe.lists) {
+                stripe.cached -= block_size_of(list.bin) * list.blocks.len();
+                out.extend(list.blocks.into_iter().map(|addr| (list.bin, addr)));
             }
+            self.release_slack(&mut stripe);
         }
         out
     }
 
-    /// Bytes cached now.
+    /// Bytes cached now (each stripe's lock taken in turn).
     pub fn cached_bytes(&self) -> usize {
-        self.cached_bytes.load(Ordering::Relaxed)
+        self.stripes
+            .iter()
+            .map(|slot| slot.0.lock().unwrap_or_else(|e| e.into_inner()).cached)
+            .sum()
     }
 
     /// Lists kept, empty ones included.
     #[cfg(test)]
     fn lists(&self) -> usize {
-        self.stripes.iter().map(|s| s.lock().unwrap().lists.len()).sum()
+        self.stripes.iter().map(|s| s.0.lock().unwrap().lists.len()).sum()
     }
 }
 
@@ -238,7 +286,8 @@ mod tests {
     #[test]
     fn lists_and_the_budget_are_bounded() {
         let size = LIST_BYTES / 8; // 8 blocks per list
-        let c = StreamCache::new(12 * size);
+                                   // Room for 12 blocks, and for the stripes' slack (under a unit each).
+        let c = StreamCache::new(12 * size + size / 2);
         let (a, b) = (stream(0x5000), stream(0x5010));
         let limit = list_limit(size);
         assert_eq!(limit, 8);
@@ -273,6 +322,43 @@ mod tests {
         back.sort_unstable();
         assert_eq!(back.len(), 3000);
         assert_eq!(c.cached_bytes(), 0);
+    }
+
+    #[test]
+    fn threads_on_many_stripes_never_cache_beyond_the_budget() {
+        let budget = 40 * BUDGET_UNIT;
+        let c = std::sync::Arc::new(StreamCache::new(budget));
+        let accepted: usize = (0..4)
+            .map(|t| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let mut ok = 0;
+                    for s in 0..64usize {
+                        let st = stream(0x40_0000 * (t + 1) + 16 * s);
+                        for k in 0..8u64 {
+                            if c.put(st, 0, 256 << 10, 0x1000 * (k + 1)) {
+                                ok += 1;
+                            }
+                        }
+                        // Take some back, so stripes also give slack back.
+                        if s % 3 == 0 {
+                            c.take(st, 0, 256 << 10);
+                        }
+                    }
+                    ok
+                })
+            })
+            .map(|h| h.join().unwrap())
+            .sum();
+        assert!(accepted > 0);
+        assert!(c.cached_bytes() <= budget, "{} cached", c.cached_bytes());
+        assert!(c.reserved.load(Ordering::Relaxed) <= budget);
+        c.drain(|_| 256 << 10);
+        assert_eq!(c.cached_bytes(), 0);
+        // What stays reserved is under one unit of slack per stripe.
+        assert!(c.reserved.load(Ordering::Relaxed) <= STRIPES * BUDGET_UNIT);
+        // And the budget is usable again.
+        assert!(c.put(stream(0x77_0000), 1, 4 << 20, 0x9000));
     }
 
     #[test]
