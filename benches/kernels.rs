@@ -261,15 +261,61 @@ fn run() -> Res<()> {
             2.0 * n as f64 * 4.0 / sec / 1e9,
             "GB/s",
         );
-        // Project-only rows over the same buffers.
+        // Project-only rows over the same buffers: the Rust copy kernel
+        // beside the driver's copy (the default above).
+        let sec = timer.best(20, || {
+            // SAFETY: as above.
+            unsafe { copy::copy_bytes_kernel(b.ptr, a.ptr, n * 4, stream)? };
+            Ok(())
+        })?;
+        row(
+            "copy_kernel",
+            "u32 n=2^28",
+            sec,
+            2.0 * n as f64 * 4.0 / sec / 1e9,
+            "GB/s",
+        );
         let sec = timer.best(20, || Ok(sequence::sequence::<u32>(b.span_mut(), 0, 1, &policy)?))?;
         row("sequence", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
+        // The anchor rows: the result stays on the device, as CuPy's
+        // `sum()` and `max()` leave it; then the host-value API (a copy to
+        // the host and a stream synchronisation more), project-only.
+        let mut out = Buf::new(&mr, 256, stream)?;
+        let sec = timer.best(20, || {
+            Ok(reduce::sum_into::<u32>(a.span(), out.span_mut(), &policy)?)
+        })?;
+        row(
+            "reduce_sum",
+            "u32 n=2^28",
+            sec,
+            n as f64 * 4.0 / sec / 1e9,
+            "GB/s",
+        );
+        let got: Vec<u32> = out.download(1)?;
+        if got[0] != 7u32.wrapping_mul(n as u32) {
+            return Err(format!(
+                "reduce_sum: {} instead of {}",
+                got[0],
+                7u32.wrapping_mul(n as u32)
+            )
+            .into());
+        }
+        let sec = timer.best(20, || {
+            Ok(reduce::max_into::<f32>(a.span(), out.span_mut(), &policy)?)
+        })?;
+        row(
+            "reduce_max",
+            "f32 n=2^28",
+            sec,
+            n as f64 * 4.0 / sec / 1e9,
+            "GB/s",
+        );
         let sec = timer.best(20, || {
             reduce::sum::<u32>(a.span(), &policy)?;
             Ok(())
         })?;
         row(
-            "reduce_sum",
+            "reduce_sum_host",
             "u32 n=2^28",
             sec,
             n as f64 * 4.0 / sec / 1e9,
@@ -280,7 +326,7 @@ fn run() -> Res<()> {
             Ok(())
         })?;
         row(
-            "reduce_max",
+            "reduce_max_host",
             "f32 n=2^28",
             sec,
             n as f64 * 4.0 / sec / 1e9,

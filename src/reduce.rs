@@ -1,9 +1,11 @@
-//! Reductions to a host value: [`sum`], [`min`], [`max`].
+//! Reductions: to a host value ([`sum`], [`min`], [`max`]) or into device
+//! memory without waiting ([`sum_into`], [`min_into`], [`max_into`], as
+//! CUB's device reductions and CuPy's `sum`/`max` leave their result).
 //!
 //! One kernel per operation and type runs twice: a grid of blocks writes one
 //! partial per block into policy scratch, then one block reduces the
-//! partials. The result is copied to the host and the policy's stream is
-//! synchronised. Integer sums wrap; float sums are computed in a tree order
+//! partials. For the host value the result is copied to the host and the
+//! policy's stream is synchronised. Integer sums wrap; float sums are computed in a tree order
 //! (so they may differ from a sequential sum in the last bits); float `min`
 //! and `max` ignore NaNs (like `f32::min`) and give NaN only when every
 //! element is NaN.
@@ -11,7 +13,7 @@
 use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::launch::memcpy_async;
-use rmm::{DevicePtr, DeviceSpan, Result};
+use rmm::{DevicePtr, DeviceSpan, DeviceSpanMut, Error, Result};
 
 use crate::kernels::Kernels;
 use crate::numeric::Numeric;
@@ -22,6 +24,37 @@ fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &E
     })
 }
 
+/// The two launches on `stream`: `input`'s partials into policy scratch,
+/// then their reduction into `result` (device memory for one `T`, or
+/// `None` for a scratch slot). Returns where the result is.
+fn launch_reduce<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    kernel: &'static str,
+    policy: &ExecPolicy,
+    stream: rmm::CudaStreamView<'_>,
+    result: Option<DevicePtr>,
+) -> Result<(DevicePtr, rmm::exec_policy::Scratch<T>)> {
+    let n = input.len();
+    let k = Kernels::current()?;
+    // Each thread folds at least one 16-byte vector per round.
+    let grid = k
+        .grid_for(n.div_ceil(16 / std::mem::size_of::<T>()), BLOCK)
+        .max(1);
+    let partials = policy.scratch::<T>(grid as usize + 1)?;
+    let (mut src, mut count, mut dst) = (input.ptr().addr(), n as u64, partials.ptr().addr());
+    let mut params = crate::kernel_params!(src, count, dst);
+    // SAFETY: parameters match `(input: *const T, n: usize, out: *mut T)`;
+    // the span holds `n` elements and `partials` `grid + 1`, disjoint.
+    unsafe { k.launch(kernel, grid, BLOCK, 0, stream, &mut params)? };
+    let at = result.unwrap_or_else(|| partials.ptr().offset(grid as usize * std::mem::size_of::<T>()));
+    let (mut src2, mut count2, mut dst2) = (partials.ptr().addr(), grid as u64, at.addr());
+    let mut params = crate::kernel_params!(src2, count2, dst2);
+    // SAFETY: reads the `grid` partials, writes one `T` at `at`: the slot
+    // after them, or the caller's device memory (checked by the caller).
+    unsafe { k.launch(kernel, 1, BLOCK, 0, stream, &mut params)? };
+    Ok((at, partials))
+}
+
 /// [`reduce`] on `stream` (the policy's, ordered with the span's owner).
 fn reduce_on<T: Numeric>(
     input: DeviceSpan<'_, T>,
@@ -29,26 +62,8 @@ fn reduce_on<T: Numeric>(
     policy: &ExecPolicy,
     stream: rmm::CudaStreamView<'_>,
 ) -> Result<T> {
-    let n = input.len();
-    let k = Kernels::current()?;
-    let grid = k.grid_for(n.div_ceil(4), BLOCK).max(1);
-    let partials = policy.scratch::<T>(grid as usize + 1)?;
-    let (mut src, mut count, mut dst) = (input.ptr().addr(), n as u64, partials.ptr().addr());
-    let mut params = crate::kernel_params!(src, count, dst);
-    // SAFETY: parameters match `(input: *const T, n: usize, out: *mut T)`;
-    // the span holds `n` elements and `partials` `grid + 1`, disjoint.
-    unsafe { k.launch(kernel, grid, BLOCK, 0, stream, &mut params)? };
-    let (mut src2, mut count2, mut dst2) = (
-        partials.ptr().addr(),
-        grid as u64,
-        partials
-            .ptr()
-            .offset(grid as usize * std::mem::size_of::<T>())
-            .addr(),
-    );
-    let mut params = crate::kernel_params!(src2, count2, dst2);
-    // SAFETY: reads the `grid` partials, writes the slot after them.
-    unsafe { k.launch(kernel, 1, BLOCK, 0, stream, &mut params)? };
+    let (at, _partials) = launch_reduce(input, kernel, policy, stream, None)?;
+    let dst2 = at.addr();
     let mut result = T::ZERO;
     // SAFETY: copies one `T` into `result`, which outlives the copy because
     // the stream is synchronised before returning.
@@ -114,4 +129,92 @@ pub fn max<T: Numeric>(input: DeviceSpan<'_, T>, policy: &ExecPolicy) -> Result<
         return Ok(None);
     }
     reduce(input, T::KERNELS.reduce_max, policy).map(Some)
+}
+
+/// Reduces `input` into `out[0]` on the policy's stream without waiting.
+fn reduce_into<T: Numeric>(
+    what: &'static str,
+    input: DeviceSpan<'_, T>,
+    out: DeviceSpanMut<'_, T>,
+    kernel: &'static str,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    if out.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: the output span is empty (it needs one element)"
+        )));
+    }
+    let at = out.ptr();
+    policy.launch_ordered(what, &[input.info(), out.info()], |stream| {
+        launch_reduce(input, kernel, policy, stream, Some(at)).map(|_| ())
+    })
+}
+
+/// Sum of `input` (0 for an empty span) written to `out[0]` in the policy's
+/// stream order, without synchronising: the result stays on the device.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `out` is empty; as [`sum`] otherwise.
+///
+/// ```no_run
+/// # fn demo(v: rmm::DeviceSpan<'_, u32>, out: rmm::DeviceSpanMut<'_, u32>) -> rmm::Result<()> {
+/// rmm_suite::reduce::sum_into(v, out, &rmm::exec_policy::ExecPolicy::default())?;
+/// # Ok(()) }
+/// ```
+pub fn sum_into<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    out: DeviceSpanMut<'_, T>,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    reduce_into("sum_into", input, out, T::KERNELS.reduce_sum, policy)
+}
+
+/// Smallest element of a non-empty `input` written to `out[0]`; see
+/// [`sum_into`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `input` or `out` is empty; as [`sum`]
+/// otherwise.
+///
+/// ```no_run
+/// # fn demo(v: rmm::DeviceSpan<'_, f32>, out: rmm::DeviceSpanMut<'_, f32>) -> rmm::Result<()> {
+/// rmm_suite::reduce::min_into(v, out, &rmm::exec_policy::ExecPolicy::default())?;
+/// # Ok(()) }
+/// ```
+pub fn min_into<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    out: DeviceSpanMut<'_, T>,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    non_empty("min_into", &input)?;
+    reduce_into("min_into", input, out, T::KERNELS.reduce_min, policy)
+}
+
+/// Largest element of a non-empty `input` written to `out[0]`; see
+/// [`sum_into`].
+///
+/// # Errors
+/// As [`min_into`].
+///
+/// ```no_run
+/// # fn demo(v: rmm::DeviceSpan<'_, f32>, out: rmm::DeviceSpanMut<'_, f32>) -> rmm::Result<()> {
+/// rmm_suite::reduce::max_into(v, out, &rmm::exec_policy::ExecPolicy::default())?;
+/// # Ok(()) }
+/// ```
+pub fn max_into<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    out: DeviceSpanMut<'_, T>,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    non_empty("max_into", &input)?;
+    reduce_into("max_into", input, out, T::KERNELS.reduce_max, policy)
+}
+
+fn non_empty<T>(what: &str, input: &DeviceSpan<'_, T>) -> Result<()> {
+    if input.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: an empty span has no extreme element"
+        )));
+    }
+    Ok(())
 }

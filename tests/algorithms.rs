@@ -110,24 +110,55 @@ fn check_reductions<T: TestNum>(n: usize, seed: u64) {
     let host: Vec<T> = (0..n).map(|_| T::random(&mut r)).collect();
     let (s, policy) = stream_and_policy();
     let dev = DevVec::upload(&host, &s);
-    let sum = reduce::sum(dev.span(), &policy).unwrap();
-    let min = reduce::min(dev.span(), &policy).unwrap();
-    let max = reduce::max(dev.span(), &policy).unwrap();
+    // Spans that start 0, 1 and 3 elements in: the kernels fold 16-byte
+    // vectors, so these give every head the vector path can see.
+    for off in [0usize, 1, 3].into_iter().filter(|&o| o == 0 || o < n) {
+        let span = dev.span().subspan(off..n).unwrap();
+        check_reductions_of(&host[off..], span, &s, &policy);
+    }
+}
+
+/// The host-value and the device-result reductions of `span` (holding
+/// `host`) against rayon's.
+fn check_reductions_of<T: TestNum>(
+    host: &[T],
+    span: DeviceSpan<'_, T>,
+    s: &rmm::CudaStream,
+    policy: &ExecPolicy,
+) {
+    let n = host.len();
+    let sum = reduce::sum(span, policy).unwrap();
+    let min = reduce::min(span, policy).unwrap();
+    let max = reduce::max(span, policy).unwrap();
+    let mut out = DevVec::<T>::zeroed(3, s);
+    let mut outs = out.span_mut();
+    reduce::sum_into(span, outs.subspan_mut(0..1).unwrap(), policy).unwrap();
     let name = std::any::type_name::<T>();
     if n == 0 {
         assert!(same(sum, T::ZERO));
+        assert!(same(out.download(s)[0], T::ZERO), "{name}: sum_into of nothing");
         assert!(min.is_none() && max.is_none());
         return;
     }
+    reduce::min_into(span, outs.subspan_mut(1..2).unwrap(), policy).unwrap();
+    reduce::max_into(span, outs.subspan_mut(2..3).unwrap(), policy).unwrap();
+    let on_device = out.download(s);
     let want_min = host.par_iter().copied().reduce_with(T::min).unwrap();
     let want_max = host.par_iter().copied().reduce_with(T::max).unwrap();
     assert!(
-        same(min.unwrap(), want_min),
-        "{name} n={n}: min {min:?} != {want_min:?}"
+        same(min.unwrap(), want_min) && same(on_device[1], want_min),
+        "{name} n={n}: min {min:?} (into: {:?}) != {want_min:?}",
+        on_device[1]
     );
     assert!(
-        same(max.unwrap(), want_max),
-        "{name} n={n}: max {max:?} != {want_max:?}"
+        same(max.unwrap(), want_max) && same(on_device[2], want_max),
+        "{name} n={n}: max {max:?} (into: {:?}) != {want_max:?}",
+        on_device[2]
+    );
+    assert!(
+        same(on_device[0], sum),
+        "{name} n={n}: sum_into {:?} != sum {sum:?}",
+        on_device[0]
     );
     if T::FLOAT {
         // Exact reference in f64 (plenty for |x| < 1 and n <= 2^26), compared
@@ -374,6 +405,15 @@ fn scan_rejects_bad_arguments_without_a_gpu() {
     assert_eq!(reduce::sum(fake_span::<u64>(0, 0), &policy).unwrap(), 0);
     assert_eq!(reduce::min(fake_span::<f32>(0, 0), &policy).unwrap(), None);
     assert_eq!(reduce::max(fake_span::<i32>(0, 0), &policy).unwrap(), None);
+    // The device-result reductions: an output of no element, and the
+    // extremes of nothing, are refused before touching the device.
+    for e in [
+        reduce::sum_into(fake_span::<u32>(1 << 40, 4), fake_span_mut(1 << 41, 0), &policy).unwrap_err(),
+        reduce::min_into(fake_span::<f32>(0, 0), fake_span_mut(1 << 41, 1), &policy).unwrap_err(),
+        reduce::max_into(fake_span::<i64>(0, 0), fake_span_mut(1 << 41, 1), &policy).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    }
 }
 
 /// The body of each `.entry` in the PTX, by kernel name.

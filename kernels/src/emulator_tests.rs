@@ -341,3 +341,60 @@ fn reductions_and_sequence() {
         assert_eq!(*v, 1.5 + i as f32 * 0.25);
     }
 }
+
+/// Reduces `data[offset..offset + n]` with the kernel (grid of `grid`
+/// blocks, then one block) and returns the result.
+fn reduce_on_emulator<T: Num + Send + Sync + core::fmt::Debug>(
+    data: &[T],
+    identity: T,
+    op: fn(T, T) -> T,
+    grid: u32,
+) -> T {
+    let mut partials: Vec<T> = std::vec![identity; grid as usize + 1];
+    let (i, o) = (P::of(data.as_ptr()), P::of(partials.as_mut_ptr()));
+    let size = core::mem::size_of::<T>();
+    let run = |src: P, len: usize, dst: P, blocks: u32| {
+        // SAFETY: `src` holds `len`, `dst` `blocks` elements.
+        launch(blocks, 256, || unsafe {
+            let s = crate::shared_bytes!(rmm_reduce_smem, 256) as *mut T;
+            reduce_impl(src.get::<T>(), len, dst.get(), identity, op, s)
+        });
+    };
+    run(i, data.len(), o, grid);
+    run(o, grid as usize, P(o.0 + grid as usize * size), 1);
+    partials[grid as usize]
+}
+
+#[test]
+fn reductions_fold_vectors_heads_and_tails_at_every_alignment() {
+    let mut r = Rng(11);
+    let backing32: Vec<u32> = (0..1100).map(|_| r.next() as u32).collect();
+    let backing64: Vec<u64> = (0..600).map(|_| r.next()).collect();
+    let floats32: Vec<f32> = backing32.iter().map(|&x| (x % 1000) as f32 - 500.0).collect();
+    let floats64: Vec<f64> = backing64.iter().map(|&x| (x % 977) as f64).collect();
+    // Offsets move the start off a 16-byte boundary by every possible
+    // amount; lengths cover a lone head, a partial vector, a few vectors
+    // and more vectors than the grid has threads.
+    for offset in 0..4 {
+        for n in [1usize, 2, 3, 4, 5, 7, 9, 17, 64, 1029] {
+            let v = &backing32[offset..offset + n];
+            let sum = reduce_on_emulator(v, 0u32, |a, b| Num::add(a, b), 2);
+            assert_eq!(sum, v.iter().fold(0u32, |a, &b| a.wrapping_add(b)), "u32 sum +{offset} n={n}");
+            let lo = reduce_on_emulator(v, u32::MAX, |a, b| Num::min(a, b), 2);
+            assert_eq!(lo, *v.iter().min().unwrap(), "u32 min +{offset} n={n}");
+            let f = &floats32[offset..offset + n];
+            let hi = reduce_on_emulator(f, f32::NAN, |a, b| Num::max(a, b), 1);
+            assert_eq!(hi, f.iter().copied().fold(f32::NAN, f32::max), "f32 max +{offset} n={n}");
+        }
+    }
+    for offset in 0..2 {
+        for n in [1usize, 2, 3, 5, 33, 517] {
+            let v = &backing64[offset..offset + n];
+            let sum = reduce_on_emulator(v, 0u64, |a, b| Num::add(a, b), 2);
+            assert_eq!(sum, v.iter().fold(0u64, |a, &b| a.wrapping_add(b)), "u64 sum +{offset} n={n}");
+            let f = &floats64[offset..offset + n];
+            let lo = reduce_on_emulator(f, f64::NAN, |a, b| Num::min(a, b), 2);
+            assert_eq!(lo, f.iter().copied().fold(f64::NAN, f64::min), "f64 min +{offset} n={n}");
+        }
+    }
+}
