@@ -15,7 +15,7 @@
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
 //! | [`sequence`] | iota: `init + i * step` |
 //! | [`reduce`] | sum, min, max to a host value |
-//! | [`scan`] | exclusive prefix sum |
+//! | [`scan`] | exclusive and inclusive prefix sums (single pass, decoupled look-back) |
 //! | [`sort`] | stable LSD radix sort of keys and key-value pairs |
 //!
 //! Algorithms take [`rmm::DeviceSpan`]/[`rmm::DeviceSpanMut`] views and an

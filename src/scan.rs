@@ -1,69 +1,158 @@
-//! Exclusive prefix sum (`out[i] = in[0] + ... + in[i - 1]`, `out[0] = 0`)
-//! for `u32`, `i32`, `u64`, `i64`, `f32` and `f64`.
+//! Prefix sums for `u32`, `i32`, `u64`, `i64`, `f32` and `f64`: exclusive
+//! (`out[i] = in[0] + ... + in[i - 1]`, `out[0] = 0`) and inclusive
+//! (`out[i] = in[0] + ... + in[i]`).
 //!
-//! Three launches: per-block sums of contiguous ranges, a single-block scan
-//! of those sums, and a downsweep that scans each range from its block's
-//! offset. Integer sums wrap; float sums are grouped differently from a
-//! sequential loop, so they may round differently.
+//! One launch, one read and one write of the data: a single-pass scan with
+//! decoupled look-back (Merrill & Garland). Each block takes a tile index
+//! from a counter, publishes its tile's sum, looks back over its
+//! predecessors' published sums and prefixes for its own prefix, publishes
+//! that, and writes its outputs. The counter and the tile descriptors live
+//! in scratch from the [`ExecPolicy`], cleared on the policy's stream before
+//! the launch (layout: [`kernel_abi::scan`]). Integer sums wrap; float sums
+//! are grouped differently from a sequential loop, so they may round
+//! differently, and they start from `+0.0`.
 
-use kernel_abi::scan::TILE;
+use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE};
 use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
-use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result};
+use rmm::{CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 
 use crate::kernels::Kernels;
 use crate::numeric::Numeric;
 
-/// The launch shape of a scan over `n` elements: `(grid, tiles_per_block)`.
-pub(crate) fn plan(k: &Kernels, n: usize) -> (u32, usize) {
-    let tiles = n.div_ceil(TILE).max(1);
-    let wanted = (k.multiprocessors as usize * 4).max(1);
-    let per_block = tiles.div_ceil(wanted);
-    (tiles.div_ceil(per_block) as u32, per_block)
+/// Exclusive or inclusive scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `out[i]` sums the elements before `i`.
+    Exclusive,
+    /// `out[i]` sums the elements up to and including `i`.
+    Inclusive,
 }
 
-/// Scans `n` elements from `input` to `output` (which may be the same
-/// address) using `block_sums` (`grid` elements) as scratch.
+/// Bytes of scratch a scan of `n` elements of `T` needs (its tile state).
+pub(crate) fn state_bytes_for<T>(n: usize) -> usize {
+    state_bytes(std::mem::size_of::<T>(), tiles(n))
+}
+
+/// Scans `n >= 1` elements from `input` to `output` (which may be the same
+/// address) with the tile state at `state`: clears the state's counter and
+/// statuses, then launches one block per tile, both on `stream`.
 ///
 /// # Safety
 /// `input`/`output` hold `n` elements of `T` and are identical or disjoint;
-/// `block_sums` holds `grid` elements; `(grid, tiles_per_block)` comes from
-/// [`plan`] for `n`; all valid in `stream` order.
+/// `state` is 8-byte aligned device memory of [`state_bytes_for::<T>(n)`]
+/// bytes used by nothing else until the scan has run; all valid in `stream`
+/// order.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for more tiles than a grid holds; driver errors.
 pub(crate) unsafe fn scan_raw<T: Numeric>(
     k: &Kernels,
     input: u64,
     output: u64,
     n: usize,
-    block_sums: u64,
-    (grid, tiles_per_block): (u32, usize),
+    mode: Mode,
+    state: DevicePtr,
     stream: CudaStreamView,
 ) -> Result<()> {
-    let (mut i, mut o, mut cnt, mut tpb, mut bs, mut g) = (
+    let t = tiles(n);
+    let grid = u32::try_from(t)
+        .ok()
+        .filter(|&g| g <= i32::MAX as u32)
+        .ok_or_else(|| Error::InvalidArgument(format!("scan: {n} elements need {t} blocks")))?;
+    let zeroed = zeroed_bytes(std::mem::size_of::<T>(), t);
+    let (mut i, mut o, mut cnt, mut st, mut md) = (
         input,
         output,
         n as u64,
-        tiles_per_block as u64,
-        block_sums,
-        grid as u64,
+        state.addr(),
+        if mode == Mode::Inclusive {
+            MODE_INCLUSIVE
+        } else {
+            0
+        },
     );
-    let mut p1 = crate::kernel_params!(i, cnt, tpb, bs);
-    // SAFETY: (three launches) parameters match the kernels' signatures
-    // `(input, n, tiles_per_block, block_sums)`, `(data, m)` and
-    // `(input, output, n, tiles_per_block, block_sums)`; memory per contract.
+    let mut params = crate::kernel_params!(i, o, cnt, st, md);
+    // SAFETY: the memset covers the first `zeroed` bytes of the state (a
+    // multiple of 4 inside it, per contract); the parameters match the
+    // kernel's signature `(input, output, n, state, mode)`; the grid has one
+    // block per tile, as the kernel requires; memory per contract.
     unsafe {
-        k.launch(T::KERNELS.scan_partials, grid, BLOCK, 0, stream, &mut p1)?;
-        let mut p2 = crate::kernel_params!(bs, g);
-        k.launch(T::KERNELS.scan_single, 1, BLOCK, 0, stream, &mut p2)?;
-        let mut p3 = crate::kernel_params!(i, o, cnt, tpb, bs);
-        k.launch(T::KERNELS.scan_down, grid, BLOCK, 0, stream, &mut p3)
+        rmm::launch::memset_async(state, 0, 4, zeroed / 4, stream)?;
+        k.launch(T::KERNELS.scan, grid, BLOCK, 0, stream, &mut params)
     }
+}
+
+/// The shared body of the public scans over spans at `a` and `b` (the same
+/// address for in place; checked to be disjoint otherwise).
+fn scan_spans<T: Numeric>(
+    what: &'static str,
+    a: u64,
+    b: u64,
+    n: usize,
+    infos: &[SpanInfo<'_>],
+    mode: Mode,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    policy.launch_ordered(what, infos, |stream| {
+        let k = Kernels::current()?;
+        let state = policy.scratch::<u64>(state_bytes_for::<T>(n) / 8)?;
+        // SAFETY: the spans hold `n` elements and are identical or disjoint
+        // (callers), ordered with their owners' streams; the state is the
+        // policy's scratch (`u64`s: 8-byte aligned) of the size the scan needs, freed
+        // after the kernel in stream order.
+        unsafe { scan_raw::<T>(k, a, b, n, mode, state.ptr(), stream) }
+    })
+}
+
+/// Out-of-place scan: lengths equal, ranges disjoint.
+fn scan_into<T: Numeric>(
+    what: &'static str,
+    input: DeviceSpan<'_, T>,
+    output: DeviceSpanMut<'_, T>,
+    mode: Mode,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    if input.len() != output.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: input has {} elements, output {}",
+            input.len(),
+            output.len()
+        )));
+    }
+    let n = input.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let (a, b, bytes) = (input.ptr().addr(), output.ptr().addr(), input.size_bytes() as u64);
+    if a != b && a < b.saturating_add(bytes) && b < a.saturating_add(bytes) {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: input and output overlap without being the same range"
+        )));
+    }
+    scan_spans::<T>(what, a, b, n, &[input.info(), output.info()], mode, policy)
+}
+
+/// In-place scan.
+fn scan_in_place<T: Numeric>(
+    what: &'static str,
+    data: DeviceSpanMut<'_, T>,
+    mode: Mode,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    let n = data.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let p = data.ptr().addr();
+    scan_spans::<T>(what, p, p, n, &[data.info()], mode, policy)
 }
 
 /// Exclusive sum of `input` into `output` on the policy's stream.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when the lengths differ; scratch allocation
-/// errors; driver errors.
+/// [`Error::InvalidArgument`] when the lengths differ or the ranges overlap
+/// without being the same; scratch allocation errors; driver errors.
 ///
 /// ```no_run
 /// # fn demo(a: rmm::DeviceSpan<'_, u32>, b: rmm::DeviceSpanMut<'_, u32>) -> rmm::Result<()> {
@@ -75,32 +164,7 @@ pub fn exclusive_scan<T: Numeric>(
     output: DeviceSpanMut<'_, T>,
     policy: &ExecPolicy,
 ) -> Result<()> {
-    if input.len() != output.len() {
-        return Err(Error::InvalidArgument(format!(
-            "exclusive_scan: input has {} elements, output {}",
-            input.len(),
-            output.len()
-        )));
-    }
-    let n = input.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (a, b, bytes) = (input.ptr().addr(), output.ptr().addr(), input.size_bytes() as u64);
-    if a != b && a < b.saturating_add(bytes) && b < a.saturating_add(bytes) {
-        return Err(Error::InvalidArgument(
-            "exclusive_scan: input and output overlap without being the same range".into(),
-        ));
-    }
-    policy.launch_ordered("exclusive_scan", &[input.info(), output.info()], |stream| {
-        let k = Kernels::current()?;
-        let shape = plan(k, n);
-        let sums = policy.scratch::<T>(shape.0 as usize)?;
-        // SAFETY: the spans hold `n` elements and are disjoint (checked),
-        // ordered with their owners' streams; `sums` holds `grid` elements
-        // and is freed after the kernels in stream order.
-        unsafe { scan_raw::<T>(k, a, b, n, sums.ptr().addr(), shape, stream) }
-    })
+    scan_into("exclusive_scan", input, output, Mode::Exclusive, policy)
 }
 
 /// Exclusive sum of `data` in place on the policy's stream.
@@ -114,16 +178,37 @@ pub fn exclusive_scan<T: Numeric>(
 /// # Ok(()) }
 /// ```
 pub fn exclusive_scan_in_place<T: Numeric>(data: DeviceSpanMut<'_, T>, policy: &ExecPolicy) -> Result<()> {
-    let n = data.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let p = data.ptr().addr();
-    policy.launch_ordered("exclusive_scan_in_place", &[data.info()], |stream| {
-        let k = Kernels::current()?;
-        let shape = plan(k, n);
-        let sums = policy.scratch::<T>(shape.0 as usize)?;
-        // SAFETY: in place is allowed by the kernels; ordering and `sums` as above.
-        unsafe { scan_raw::<T>(k, p, p, n, sums.ptr().addr(), shape, stream) }
-    })
+    scan_in_place("exclusive_scan_in_place", data, Mode::Exclusive, policy)
+}
+
+/// Inclusive sum of `input` into `output` on the policy's stream.
+///
+/// # Errors
+/// As [`exclusive_scan`].
+///
+/// ```no_run
+/// # fn demo(a: rmm::DeviceSpan<'_, f32>, b: rmm::DeviceSpanMut<'_, f32>) -> rmm::Result<()> {
+/// rmm_suite::scan::inclusive_scan(a, b, &rmm::exec_policy::ExecPolicy::default())?;
+/// # Ok(()) }
+/// ```
+pub fn inclusive_scan<T: Numeric>(
+    input: DeviceSpan<'_, T>,
+    output: DeviceSpanMut<'_, T>,
+    policy: &ExecPolicy,
+) -> Result<()> {
+    scan_into("inclusive_scan", input, output, Mode::Inclusive, policy)
+}
+
+/// Inclusive sum of `data` in place on the policy's stream.
+///
+/// # Errors
+/// As [`exclusive_scan_in_place`].
+///
+/// ```no_run
+/// # fn demo(mut v: rmm::DeviceSpanMut<'_, u64>) -> rmm::Result<()> {
+/// rmm_suite::scan::inclusive_scan_in_place(v.reborrow(), &rmm::exec_policy::ExecPolicy::default())?;
+/// # Ok(()) }
+/// ```
+pub fn inclusive_scan_in_place<T: Numeric>(data: DeviceSpanMut<'_, T>, policy: &ExecPolicy) -> Result<()> {
+    scan_in_place("inclusive_scan_in_place", data, Mode::Inclusive, policy)
 }

@@ -5,7 +5,8 @@
 //! an upsweep (per-block digit counts), a scan of the counts and a
 //! downsweep (stable in-block ranking and a coalesced scatter); see
 //! `kernels/src/sort.rs`. Every temporary (one key buffer of `n`, one value
-//! buffer for pairs, the digit counts) comes from the policy's
+//! buffer for pairs, the digit counts, the counts scan's tile state) comes
+//! from the policy's
 //! [`scratch`](ExecPolicy::scratch), all allocated before the first launch,
 //! so an allocation failure leaves the input untouched.
 //!
@@ -157,7 +158,6 @@ unsafe fn radix_passes<K: RadixKey>(
         grid,
     } = shape(n, items, resident);
     let counts_len = RADIX * grid;
-    let scan_shape = scan::plan(k, counts_len);
 
     // Every temporary first: a failure here has touched nothing.
     let alt_keys = policy.scratch::<K>(n)?;
@@ -166,7 +166,7 @@ unsafe fn radix_passes<K: RadixKey>(
         None => None,
     };
     let counts = policy.scratch::<u32>(counts_len)?;
-    let block_sums = policy.scratch::<u32>(scan_shape.0 as usize)?;
+    let scan_state = policy.scratch::<u64>(scan::state_bytes_for::<u32>(counts_len) / 8)?;
 
     let mode = K::MODE
         | if order == Order::Descending {
@@ -196,10 +196,20 @@ unsafe fn radix_passes<K: RadixKey>(
         let mut up_params = crate::kernel_params!(ks, cnt, shift, md, kpb, cp);
         // SAFETY: parameters match the kernels' signatures; buffers hold `n`
         // keys (values) and `counts` 256 * grid words; the scan runs in place
-        // on `counts` with `block_sums` sized by its plan; stream ordered.
+        // on `counts` with `scan_state` sized for it (scratch: 8-byte
+        // aligned, used by nothing else; the scan clears it per launch);
+        // stream ordered.
         unsafe {
             k.launch(up, grid as u32, BLOCK, 0, stream, &mut up_params)?;
-            scan::scan_raw::<u32>(k, cp, cp, counts_len, block_sums.ptr().addr(), scan_shape, stream)?;
+            scan::scan_raw::<u32>(
+                k,
+                cp,
+                cp,
+                counts_len,
+                scan::Mode::Exclusive,
+                scan_state.ptr(),
+                stream,
+            )?;
             if b.vals.is_some() {
                 // `(keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)`.
                 let mut p = crate::kernel_params!(ks, kd, vs, vd, cnt, shift, md, tpb, cp);

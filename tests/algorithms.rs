@@ -1,4 +1,4 @@
-//! Sequence, reductions and exclusive scan on a real GPU against CPU
+//! Sequence, reductions and exclusive and inclusive scans on a real GPU against CPU
 //! references (rayon), plus CPU-only checks of the PTX and of argument
 //! validation.
 
@@ -247,21 +247,34 @@ fn integer_sums_wrap() {
 }
 
 // ---------------------------------------------------------------------------
-// Exclusive scan
+// Exclusive and inclusive scans (single pass, decoupled look-back)
 // ---------------------------------------------------------------------------
 
-fn cpu_exclusive<T: TestNum>(v: &[T]) -> Vec<T> {
+fn cpu_scan<T: TestNum>(v: &[T], inclusive: bool) -> Vec<T> {
     let mut acc = T::ZERO;
     v.iter()
         .map(|&x| {
-            let out = acc;
+            let before = acc;
             acc = T::add(acc, x);
-            out
+            if inclusive {
+                acc
+            } else {
+                before
+            }
         })
         .collect()
 }
 
+fn cpu_exclusive<T: TestNum>(v: &[T]) -> Vec<T> {
+    cpu_scan(v, false)
+}
+
 fn check_scan<T: TestNum>(n: usize, seed: u64, in_place: bool) {
+    check_scan_mode::<T>(n, seed, in_place, false);
+    check_scan_mode::<T>(n, seed + 1000, in_place, true);
+}
+
+fn check_scan_mode<T: TestNum>(n: usize, seed: u64, in_place: bool, inclusive: bool) {
     let mut r = Rng(seed);
     // Floats: small integers, so every partial sum is exact in f32 (sums stay
     // below 2^24 for n <= 2^22 + 5) and the order of additions does not matter.
@@ -274,16 +287,24 @@ fn check_scan<T: TestNum>(n: usize, seed: u64, in_place: bool) {
             }
         })
         .collect();
-    let want = cpu_exclusive(&host);
+    let want = cpu_scan(&host, inclusive);
     let (s, policy) = stream_and_policy();
     let got = if in_place {
         let mut d = DevVec::upload(&host, &s);
-        scan::exclusive_scan_in_place(d.span_mut(), &policy).unwrap();
+        if inclusive {
+            scan::inclusive_scan_in_place(d.span_mut(), &policy).unwrap();
+        } else {
+            scan::exclusive_scan_in_place(d.span_mut(), &policy).unwrap();
+        }
         d.download(&s)
     } else {
         let input = DevVec::upload(&host, &s);
         let mut out = DevVec::<T>::zeroed(n, &s);
-        scan::exclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+        if inclusive {
+            scan::inclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+        } else {
+            scan::exclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+        }
         assert!(
             input.download(&s).iter().zip(&host).all(|(a, b)| same(*a, *b)),
             "input changed"
@@ -294,7 +315,7 @@ fn check_scan<T: TestNum>(n: usize, seed: u64, in_place: bool) {
     for i in 0..n {
         assert!(
             same(got[i], want[i]),
-            "{name} n={n} in_place={in_place}: element {i}: {:?} != {:?}",
+            "{name} n={n} in_place={in_place} inclusive={inclusive}: element {i}: {:?} != {:?}",
             got[i],
             want[i]
         );
@@ -302,12 +323,24 @@ fn check_scan<T: TestNum>(n: usize, seed: u64, in_place: bool) {
 }
 
 #[test]
-fn exclusive_scan_every_type_and_size() {
+fn scans_every_type_and_size() {
     rmm::require_gpu!();
-    for (i, n) in [0usize, 1, 2, 7, 2047, 2048, 2049, 100_003, (1 << 22) + 5]
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, n)| size_ok(n))
+    for (i, n) in [
+        0usize,
+        1,
+        2,
+        7,
+        2047,
+        2048,
+        2049,
+        (1 << 16) - 1,
+        (1 << 16) + 1,
+        100_003,
+        (1 << 22) + 5,
+    ]
+    .into_iter()
+    .enumerate()
+    .filter(|&(_, n)| size_ok(n))
     {
         let seed = 500 + i as u64;
         for in_place in [false, true] {
@@ -322,10 +355,35 @@ fn exclusive_scan_every_type_and_size() {
 }
 
 #[test]
+fn scans_of_equal_values_wrap() {
+    rmm::require_gpu!();
+    let (s, policy) = stream_and_policy();
+    let n = (1 << 20) + 1;
+    let host = vec![u32::MAX; n];
+    let input = DevVec::upload(&host, &s);
+    let mut out = DevVec::<u32>::zeroed(n, &s);
+    scan::inclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+    let got = out.download(&s);
+    assert!(got
+        .par_iter()
+        .enumerate()
+        .all(|(i, &v)| v == (i as u32 + 1).wrapping_neg()));
+    let host = vec![i64::MIN; n];
+    let mut d = DevVec::upload(&host, &s);
+    scan::exclusive_scan_in_place(d.span_mut(), &policy).unwrap();
+    let got = d.download(&s);
+    assert!(got
+        .par_iter()
+        .enumerate()
+        .all(|(i, &v)| v == if i % 2 == 0 { 0 } else { i64::MIN }));
+}
+
+#[test]
 fn exclusive_scan_large() {
     rmm::require_gpu!();
     check_scan::<u32>(1 << 26, 1, false);
     check_scan::<u64>((1 << 25) + 3, 2, true);
+    check_scan_mode::<f64>((1 << 24) - 1, 3, false, true);
 }
 
 #[test]
@@ -338,6 +396,11 @@ fn exclusive_scan_random_floats_approximately() {
     let input = DevVec::upload(&host, &s);
     let mut out = DevVec::<f64>::zeroed(host.len(), &s);
     scan::exclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
+    for (g, w) in out.download(&s).iter().zip(&want) {
+        assert_relative_eq!(*g, *w, max_relative = 1e-9, epsilon = 1e-9);
+    }
+    let want = cpu_scan(&host, true);
+    scan::inclusive_scan(input.span(), out.span_mut(), &policy).unwrap();
     for (g, w) in out.download(&s).iter().zip(&want) {
         assert_relative_eq!(*g, *w, max_relative = 1e-9, epsilon = 1e-9);
     }
@@ -398,9 +461,21 @@ fn scan_rejects_bad_arguments_without_a_gpu() {
     )
     .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e =
+        scan::inclusive_scan(fake_span::<i64>(1 << 40, 3), fake_span_mut(1 << 41, 2), &policy).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = scan::inclusive_scan(
+        fake_span::<f64>((1 << 40) + 8, 10),
+        fake_span_mut(1 << 40, 10),
+        &policy,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     // Empty work returns before touching the device.
     scan::exclusive_scan(fake_span::<f32>(0, 0), fake_span_mut(0, 0), &policy).unwrap();
     scan::exclusive_scan_in_place(fake_span_mut::<i32>(0, 0), &policy).unwrap();
+    scan::inclusive_scan(fake_span::<u64>(0, 0), fake_span_mut(0, 0), &policy).unwrap();
+    scan::inclusive_scan_in_place(fake_span_mut::<f64>(0, 0), &policy).unwrap();
     sequence::sequence(fake_span_mut::<f64>(0, 0), 1.0, 1.0, &policy).unwrap();
     assert_eq!(reduce::sum(fake_span::<u64>(0, 0), &policy).unwrap(), 0);
     assert_eq!(reduce::min(fake_span::<f32>(0, 0), &policy).unwrap(), None);
@@ -562,8 +637,7 @@ fn ptx_kernel_parameters_match_the_host_launchers() {
         for op in ["sum", "min", "max"] {
             check(&format!("rmm_reduce_{op}_{t}"), "p 8 p");
         }
-        check(&format!("rmm_scan_partials_{t}"), "p 8 8 p");
-        check(&format!("rmm_scan_single_{t}"), "p 8");
-        check(&format!("rmm_scan_down_{t}"), "p p 8 8 p");
+        // (input, output, n, state, mode)
+        check(&format!("rmm_scan_{t}"), "p p 8 p 4");
     }
 }

@@ -48,6 +48,14 @@ fn spans_of_simulated_memory_are_refused_by_every_algorithm() {
             "scan in place",
             scan::exclusive_scan_in_place(b.as_span_mut(), policy),
         );
+        refused(
+            "inclusive scan",
+            scan::inclusive_scan(a.as_span(), b.as_span_mut(), policy),
+        );
+        refused(
+            "inclusive scan in place",
+            scan::inclusive_scan_in_place(b.as_span_mut(), policy),
+        );
         refused("sort_keys", sort_keys(b.as_span_mut(), Order::Ascending, policy));
         refused(
             "sort_keys_copy",

@@ -58,25 +58,21 @@ pub struct NumericKernels {
     pub reduce_min: &'static str,
     /// `rmm_reduce_max_*(input, n, out)`.
     pub reduce_max: &'static str,
-    /// `rmm_scan_partials_*(input, n, tiles_per_block, block_sums)`.
-    pub scan_partials: &'static str,
-    /// `rmm_scan_single_*(data, m)`.
-    pub scan_single: &'static str,
-    /// `rmm_scan_down_*(input, output, n, tiles_per_block, block_sums)`.
-    pub scan_down: &'static str,
+    /// `rmm_scan_*(input, output, n, state, mode)`: the single-pass scan
+    /// (decoupled look-back); `state` is laid out as [`scan`] says, `mode`
+    /// holds [`scan::MODE_INCLUSIVE`] or not.
+    pub scan: &'static str,
 }
 
 impl NumericKernels {
-    /// The seven names, in field order.
-    pub const fn names(&self) -> [&'static str; 7] {
+    /// The five names, in field order.
+    pub const fn names(&self) -> [&'static str; 5] {
         [
             self.sequence,
             self.reduce_sum,
             self.reduce_min,
             self.reduce_max,
-            self.scan_partials,
-            self.scan_single,
-            self.scan_down,
+            self.scan,
         ]
     }
 }
@@ -89,9 +85,7 @@ macro_rules! numeric_kernels {
             reduce_sum: concat!("rmm_reduce_sum_", $suffix),
             reduce_min: concat!("rmm_reduce_min_", $suffix),
             reduce_max: concat!("rmm_reduce_max_", $suffix),
-            scan_partials: concat!("rmm_scan_partials_", $suffix),
-            scan_single: concat!("rmm_scan_single_", $suffix),
-            scan_down: concat!("rmm_scan_down_", $suffix),
+            scan: concat!("rmm_scan_", $suffix),
         };
     )*};
 }
@@ -117,12 +111,72 @@ pub mod numeric {
     pub const ALL: [NumericKernels; 6] = [U32, I32, U64, I64, F32, F64];
 }
 
-/// The scan kernels' tiling (`kernels/src/scan.rs`).
+/// The single-pass scan (`kernels/src/scan.rs`): tiling, mode bit, and the
+/// layout of its tile state (the tile counter and the tiles' descriptors).
+///
+/// The state is one 8-byte aligned scratch buffer of [`state_bytes`](scan::state_bytes) bytes
+/// (a multiple of 8) whose first
+/// [`zeroed_bytes`](scan::zeroed_bytes) bytes are zero when the kernel starts (the host clears
+/// them in stream order before each launch):
+///
+/// | offset | what |
+/// |---|---|
+/// | 0 | the tile counter: a `u32` each block takes its tile index from |
+/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 32-bit elements: one `u64` descriptor per tile, `status << 32 \| value bits` |
+/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 64-bit elements: one `u32` status per tile |
+/// | [`values_offset`](scan::values_offset) | 64-bit elements only: `tiles` aggregates, then `tiles` inclusive prefixes (`u64` bits, never need zeroing) |
 pub mod scan {
     /// Consecutive elements per thread in a tile.
     pub const ITEMS: usize = 8;
     /// Elements per tile: [`BLOCK`](crate::BLOCK) threads × [`ITEMS`].
     pub const TILE: usize = crate::BLOCK as usize * ITEMS;
+    /// Mode bit: inclusive scan (`out[i]` includes `in[i]`); exclusive without it.
+    pub const MODE_INCLUSIVE: u32 = 1;
+
+    /// Descriptor status: nothing published yet (the zeroed state).
+    pub const STATUS_INVALID: u32 = 0;
+    /// Descriptor status: the tile's own sum (aggregate) is published.
+    pub const STATUS_AGGREGATE: u32 = 1;
+    /// Descriptor status: the tile's inclusive prefix (the sum of every
+    /// element up to the tile's end) is published.
+    pub const STATUS_PREFIX: u32 = 2;
+    /// Predecessor descriptors one look-back step reads (one per lane of a warp).
+    pub const LOOKBACK_WINDOW: usize = crate::WARP as usize;
+
+    /// Bytes before the descriptors: the tile counter, padded.
+    pub const HEADER_BYTES: usize = 256;
+
+    /// Tiles (and blocks) of a scan over `n` elements.
+    pub const fn tiles(n: usize) -> usize {
+        n.div_ceil(TILE)
+    }
+
+    const fn round_up(x: usize, to: usize) -> usize {
+        x.div_ceil(to) * to
+    }
+
+    /// Bytes at the start of the state that must be zero at launch (counter
+    /// and statuses) for `tiles` tiles of `element_bytes` (4 or 8) elements;
+    /// a multiple of 256.
+    pub const fn zeroed_bytes(element_bytes: usize, tiles: usize) -> usize {
+        let per_tile = if element_bytes == 4 { 8 } else { 4 };
+        round_up(HEADER_BYTES + per_tile * tiles, 256)
+    }
+
+    /// Offset of the 64-bit types' aggregates (their inclusive prefixes follow,
+    /// `8 * tiles` bytes later).
+    pub const fn values_offset(element_bytes: usize, tiles: usize) -> usize {
+        zeroed_bytes(element_bytes, tiles)
+    }
+
+    /// Bytes of the whole state.
+    pub const fn state_bytes(element_bytes: usize, tiles: usize) -> usize {
+        if element_bytes == 4 {
+            zeroed_bytes(4, tiles)
+        } else {
+            values_offset(element_bytes, tiles) + 16 * tiles
+        }
+    }
 }
 
 /// The radix sort kernels (`kernels/src/sort.rs`): names, tiling, mode bits.
@@ -185,7 +239,7 @@ pub mod sort {
 }
 
 /// Number of kernel entries in the PTX.
-pub const KERNEL_COUNT: usize = 5 + 7 * numeric::ALL.len() + sort::ALL.len();
+pub const KERNEL_COUNT: usize = 5 + 5 * numeric::ALL.len() + sort::ALL.len();
 
 /// Every kernel entry name the PTX must declare (and the only ones it may).
 pub const ALL: [&str; KERNEL_COUNT] = {
@@ -240,6 +294,11 @@ mod tests {
     fn tiles_fit_the_block() {
         assert_eq!(BLOCK % WARP, 0);
         assert_eq!(scan::TILE, 2048);
+        assert_eq!(scan::zeroed_bytes(4, 1), 512);
+        assert_eq!(scan::zeroed_bytes(8, 64), 512);
+        assert_eq!(scan::state_bytes(8, 64), 512 + 16 * 64);
+        assert_eq!(scan::state_bytes(4, 32), 512);
+        assert_eq!(scan::tiles(2049), 2);
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);
         assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);

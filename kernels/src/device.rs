@@ -408,3 +408,165 @@ pub fn unroll<const N: usize>(mut f: impl FnMut(usize)) {
     }
     step!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 }
+
+// ---------------------------------------------------------------------------
+// Global-memory atomics and ordering at GPU scope, for communication between
+// blocks (the scan's decoupled look-back). On the GPU each is one PTX
+// instruction (sm_70+); on the host they are `core::sync::atomic` operations
+// of the same or stronger ordering, so the emulator sees the same protocol.
+// ---------------------------------------------------------------------------
+
+/// `atom.global.add.u32` (relaxed, GPU scope): adds `v` to the word at `p`
+/// and returns its previous value.
+///
+/// # Safety
+/// `p` is a 4-byte aligned word of global memory that is only accessed
+/// atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn atomic_add_u32(p: *mut u32, v: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: the caller guarantees `p`; the instruction only touches that word.
+        unsafe {
+            core::arch::asm!(
+                "atom.relaxed.gpu.global.add.u32 {o}, [{p}], {v};",
+                o = out(reg32) old,
+                p = in(reg64) p as u64,
+                v = in(reg32) v,
+                options(nostack)
+            );
+        }
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p).fetch_add(v, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `st.relaxed.gpu.global.u64`: a single-copy atomic store that other blocks
+/// see without a fence (no ordering of earlier accesses).
+///
+/// # Safety
+/// `p` is an 8-byte aligned word of global memory that is only accessed
+/// atomically (these functions) while the kernel runs.
+#[inline(always)]
+pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller guarantees `p`; the store touches only that word.
+    unsafe {
+        core::arch::asm!(
+            "st.relaxed.gpu.global.u64 [{p}], {v};",
+            p = in(reg64) p as u64,
+            v = in(reg64) v,
+            options(nostack)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU64::from_ptr(p).store(v, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `ld.relaxed.gpu.global.u64`: a single-copy atomic load that bypasses
+/// stale copies in the SM's L1 (what a `volatile` load is used for in CUDA C++).
+///
+/// # Safety
+/// As [`store_relaxed_u64`].
+#[inline(always)]
+pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u64;
+        // SAFETY: the caller guarantees `p`; the load touches only that word.
+        unsafe {
+            core::arch::asm!(
+                "ld.relaxed.gpu.global.u64 {v}, [{p}];",
+                v = out(reg64) v,
+                p = in(reg64) p as u64,
+                options(nostack)
+            );
+        }
+        v
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU64::from_ptr(p as *mut u64).load(core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `st.release.gpu.global.u32`: stores `v` after every earlier memory access
+/// of this thread is visible at GPU scope (a release store: a reader whose
+/// [`load_acquire_u32`] sees `v` also sees those accesses).
+///
+/// # Safety
+/// `p` is a 4-byte aligned word of global memory that is only accessed
+/// atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller guarantees `p`; the store touches only that word.
+    unsafe {
+        core::arch::asm!(
+            "st.release.gpu.global.u32 [{p}], {v};",
+            p = in(reg64) p as u64,
+            v = in(reg32) v,
+            options(nostack)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p).store(v, core::sync::atomic::Ordering::Release)
+    }
+}
+
+/// `ld.acquire.gpu.global.u32`: loads the word at `p`; accesses of this
+/// thread after it happen after it (pairs with [`store_release_u32`]).
+///
+/// # Safety
+/// As [`store_release_u32`].
+#[inline(always)]
+pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: the caller guarantees `p`; the load touches only that word.
+        unsafe {
+            core::arch::asm!(
+                "ld.acquire.gpu.global.u32 {v}, [{p}];",
+                v = out(reg32) v,
+                p = in(reg64) p as u64,
+                options(nostack)
+            );
+        }
+        v
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p as *mut u32).load(core::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// Backs off for about `ns` nanoseconds while spinning on another block
+/// (`nanosleep.u32`, sm_70+), so the spinning warp leaves issue slots to the
+/// others. On the host emulator it yields the OS thread, so that a spinning
+/// emulated thread lets the thread it waits for run.
+#[inline(always)]
+pub fn back_off(ns: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `nanosleep` only delays this thread.
+    unsafe {
+        core::arch::asm!("nanosleep.u32 {n};", n = in(reg32) ns, options(nostack, nomem));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = ns;
+        std::thread::yield_now();
+    }
+}

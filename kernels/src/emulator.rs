@@ -5,8 +5,12 @@
 //! and named, per-block shared buffers filled with garbage (0xA5) so that
 //! reading shared memory before writing it shows up.
 //!
-//! Blocks of a launch run one after the other (a legal GPU schedule for
-//! kernels without inter-block communication, which ours are).
+//! [`launch`] runs the blocks of a launch one after the other, in block
+//! order (a legal GPU schedule: for the single-pass scan, whose blocks take
+//! their tiles from a counter, every look-back then finds its predecessors
+//! done). [`launch_concurrent`] runs up to `resident` blocks at once, as a GPU
+//! does, so that blocks really wait on each other; spinning device code must
+//! then back off (`device::back_off` yields the OS thread here).
 //! Only compiled for the host, never into the PTX.
 
 use std::boxed::Box;
@@ -41,38 +45,63 @@ fn with<R>(f: impl FnOnce(&Block, u32) -> R) -> R {
     f(&b, t)
 }
 
-/// Runs `kernel` on `grid` blocks of `block` threads (a multiple of 32).
-pub fn launch(grid: u32, block: u32, kernel: impl Fn() + Sync) {
-    assert!(block % 32 == 0 && block > 0);
-    for b in 0..grid {
-        let blk = Arc::new(Block {
-            idx: b,
-            dim: block,
-            grid,
-            barrier: Barrier::new(block as usize),
-            warps: (0..block / 32)
-                .map(|_| Warp {
-                    barrier: Barrier::new(32),
-                    slots: core::array::from_fn(|_| AtomicU64::new(0)),
+/// Runs block `b` of a `grid`-block launch: `block` OS threads.
+fn run_block(b: u32, grid: u32, block: u32, kernel: &(impl Fn() + Sync)) {
+    let blk = Arc::new(Block {
+        idx: b,
+        dim: block,
+        grid,
+        barrier: Barrier::new(block as usize),
+        warps: (0..block / 32)
+            .map(|_| Warp {
+                barrier: Barrier::new(32),
+                slots: core::array::from_fn(|_| AtomicU64::new(0)),
+            })
+            .collect(),
+        shared: Mutex::new(HashMap::new()),
+    });
+    std::thread::scope(|s| {
+        for t in 0..block {
+            let blk = blk.clone();
+            std::thread::Builder::new()
+                .stack_size(512 << 10)
+                .spawn_scoped(s, move || {
+                    CTX.with(|c| *c.borrow_mut() = Some((blk, t)));
+                    kernel();
+                    CTX.with(|c| *c.borrow_mut() = None);
                 })
-                .collect(),
-            shared: Mutex::new(HashMap::new()),
-        });
-        std::thread::scope(|s| {
-            for t in 0..block {
-                let blk = blk.clone();
-                let k = &kernel;
-                std::thread::Builder::new()
-                    .stack_size(512 << 10)
-                    .spawn_scoped(s, move || {
-                        CTX.with(|c| *c.borrow_mut() = Some((blk, t)));
-                        k();
-                        CTX.with(|c| *c.borrow_mut() = None);
-                    })
-                    .expect("spawn an emulated thread");
-            }
-        });
+                .expect("spawn an emulated thread");
+        }
+    });
+}
+
+/// Runs `kernel` on `grid` blocks of `block` threads (a multiple of 32), one
+/// block after the other in block order.
+pub fn launch(grid: u32, block: u32, kernel: impl Fn() + Sync) {
+    assert!(block.is_multiple_of(32) && block > 0);
+    for b in 0..grid {
+        run_block(b, grid, block, &kernel);
     }
+}
+
+/// Runs `kernel` on `grid` blocks of `block` threads with up to `resident`
+/// blocks running at once: like a GPU, a block starts (in block order) when
+/// one of the `resident` slots is free, and blocks in flight interleave.
+pub fn launch_concurrent(grid: u32, block: u32, resident: u32, kernel: impl Fn() + Sync) {
+    assert!(block.is_multiple_of(32) && block > 0 && resident > 0);
+    let next = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..resident.min(grid) {
+            let (next, kernel) = (&next, &kernel);
+            s.spawn(move || loop {
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                if b >= grid {
+                    break;
+                }
+                run_block(b, grid, block, kernel);
+            });
+        }
+    });
 }
 
 /// `threadIdx.x`.

@@ -5,10 +5,13 @@
 
 use std::vec::Vec;
 
-use crate::emulator::launch;
+use approx::assert_relative_eq;
+use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_PREFIX};
+
+use crate::emulator::{launch, launch_concurrent};
 use crate::num::Num;
 use crate::reduce::reduce_impl;
-use crate::scan::{down_impl, partials_impl, single_impl, TILE};
+use crate::scan::{look_back, scan_impl, Shared, TileState, TILE, WARP_TOTALS_BYTES};
 use crate::sequence::sequence_impl;
 use crate::sort::{
     downsweep, upsweep, DownShared, SortKey, BLOCK, ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS,
@@ -38,29 +41,78 @@ impl Rng {
     }
 }
 
-/// The host's scan: partials, single-block scan, downsweep, with at most
-/// `blocks` blocks.
-fn scan_in_place<T: Num + Send + Sync>(data: &mut [T], blocks: usize) {
-    let n = data.len();
-    let tiles = n.div_ceil(TILE).max(1);
-    let per_block = tiles.div_ceil(blocks);
-    let grid = tiles.div_ceil(per_block);
-    // Garbage first: every slot must be written before it is read.
-    let mut sums: Vec<T> = std::vec![T::MIN_IDENTITY; grid];
-    let (d, s) = (P::of(data.as_ptr()), P::of(sums.as_mut_ptr()));
-    // SAFETY (three launches): buffers sized as the kernels require.
-    launch(grid as u32, BLOCK as u32, || unsafe {
-        let w = crate::shared_bytes!(rmm_scan_smem, 64) as *mut T;
-        partials_impl::<T>(d.get(), n, per_block, s.get(), w)
-    });
-    launch(1, BLOCK as u32, || unsafe {
-        let w = crate::shared_bytes!(rmm_scan_smem, 64) as *mut T;
-        single_impl::<T>(s.get(), grid, w)
-    });
-    launch(grid as u32, BLOCK as u32, || unsafe {
-        let w = crate::shared_bytes!(rmm_scan_smem, 64) as *mut T;
-        down_impl::<T>(d.get(), d.get(), n, per_block, s.get(), w)
-    });
+/// A zeroed tile state for `n` elements of `T`: the part the host clears
+/// is zero, the rest garbage (every value slot must be written before it is
+/// read). `u64` words, so 8-byte aligned like the kernel needs.
+fn scan_state<T>(n: usize) -> Vec<u64> {
+    let size = core::mem::size_of::<T>();
+    let t = tiles(n);
+    let mut v = std::vec![0xA5A5_A5A5_A5A5_A5A5u64; state_bytes(size, t) / 8];
+    v[..zeroed_bytes(size, t) / 8].fill(0);
+    v
+}
+
+/// The host's single-pass scan of `n` elements from `input` to `output`
+/// (the same or disjoint arrays): `tiles(n)` blocks, one after the other
+/// (`resident == 0`) or up to `resident` at once.
+fn run_scan<T: Num + Send + Sync>(input: P, output: P, n: usize, mode: u32, resident: u32) {
+    let mut state = scan_state::<T>(n);
+    let st = P::of(state.as_mut_ptr());
+    // SAFETY: `input`/`output` hold `n` elements (callers), `state` is sized
+    // and zeroed for the launch; the shared arrays are the block's own.
+    let body = || unsafe {
+        let shared = Shared::<T> {
+            warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut T,
+            tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
+            prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut T,
+        };
+        scan_impl::<T>(input.get(), output.get(), n, st.get(), mode, shared)
+    };
+    let grid = tiles(n) as u32;
+    if resident == 0 {
+        launch(grid, BLOCK as u32, body);
+    } else {
+        launch_concurrent(grid, BLOCK as u32, resident, body);
+    }
+}
+
+/// Single-pass scan in place.
+fn scan_in_place<T: Num + Send + Sync>(data: &mut [T], mode: u32, resident: u32) {
+    if !data.is_empty() {
+        let d = P::of(data.as_mut_ptr());
+        run_scan::<T>(d, d, data.len(), mode, resident);
+    }
+}
+
+/// Single-pass scan into a new vector (the input stays as it is).
+fn scan_copy<T: Num + Send + Sync>(data: &[T], mode: u32, resident: u32) -> Vec<T> {
+    let mut out = std::vec![T::MIN_IDENTITY; data.len()];
+    if !data.is_empty() {
+        run_scan::<T>(
+            P::of(data.as_ptr()),
+            P::of(out.as_mut_ptr()),
+            data.len(),
+            mode,
+            resident,
+        );
+    }
+    out
+}
+
+/// The sequential reference: exclusive or inclusive, from zero.
+fn reference<T: Num>(data: &[T], mode: u32) -> Vec<T> {
+    let mut acc = T::ZERO;
+    data.iter()
+        .map(|&x| {
+            let before = acc;
+            acc = acc.add(x);
+            if mode & MODE_INCLUSIVE != 0 {
+                acc
+            } else {
+                before
+            }
+        })
+        .collect()
 }
 
 /// The host's radix sort: upsweep, scan, downsweep per pass, at most
@@ -108,7 +160,8 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
         // SAFETY: `counts` holds RADIX * grid words.
         scan_in_place(
             unsafe { core::slice::from_raw_parts_mut(cp.get::<u32>(), RADIX * grid) },
-            3,
+            0,
+            0,
         );
         let shared = || DownShared::<K> {
             keys: crate::shared_bytes!(rmm_radix_keys, tile * key_bytes) as *mut K,
@@ -259,27 +312,226 @@ fn radix_sort_tiny_inputs() {
     }
 }
 
+/// Sizes for the scans over every type and both modes: 1, partial tiles,
+/// whole tiles, several tiles, 2^k - 1, 2^k, 2^k + 1 up to 2^15 + 1 (17
+/// tiles). Larger sizes (65 tiles: more than two look-back windows) run for
+/// fewer types: the emulator spends about a millisecond per block.
+const SCAN_SIZES: [usize; 13] = [
+    1,
+    2,
+    7,
+    255,
+    TILE - 1,
+    TILE,
+    TILE + 1,
+    2 * TILE + 5,
+    (1 << 13) - 1,
+    1 << 13,
+    (1 << 13) + 1,
+    (1 << 15) - 1,
+    (1 << 15) + 1,
+];
+
+/// Scans `data` (in place or into another array) and compares with the
+/// sequential reference.
+fn check_scan<T: Num + Send + Sync + PartialEq + core::fmt::Debug>(
+    data: &[T],
+    mode: u32,
+    in_place: bool,
+    resident: u32,
+    what: &str,
+) {
+    let want = reference(data, mode);
+    let n = data.len();
+    let got = if in_place {
+        let mut d = data.to_vec();
+        scan_in_place(&mut d, mode, resident);
+        d
+    } else {
+        scan_copy(data, mode, resident)
+    };
+    if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what} n={n} mode={mode} in_place={in_place}: element {i}: {:?} != {:?}",
+            got[i], want[i]
+        );
+    }
+}
+
 #[test]
-fn scans_match_sequential_sums() {
+fn single_pass_scan_integers_wrap_like_sequential_sums() {
     let mut r = Rng(5);
-    for n in [1usize, 2, 2047, 2048, 2049, 10_000] {
-        let host: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
-        let mut d = host.clone();
-        scan_in_place(&mut d, 3);
-        let mut acc = 0u32;
-        for i in 0..n {
-            assert_eq!(d[i], acc, "u32 n={n} at {i}");
-            acc = acc.wrapping_add(host[i]);
-        }
-        let hf: Vec<f64> = (0..n).map(|_| (r.next() % 4) as f64).collect();
-        let mut df = hf.clone();
-        scan_in_place(&mut df, 2);
-        let mut accf = 0.0;
-        for i in 0..n {
-            assert_eq!(df[i], accf, "f64 n={n} at {i}");
-            accf += hf[i];
+    for n in SCAN_SIZES {
+        for mode in [0, MODE_INCLUSIVE] {
+            let in_place = mode == MODE_INCLUSIVE;
+            let a: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
+            check_scan(&a, mode, in_place, 0, "u32");
+            let b: Vec<i32> = (0..n).map(|_| r.next() as i32).collect();
+            check_scan(&b, mode, !in_place, 0, "i32");
+            let c: Vec<u64> = (0..n).map(|_| r.next()).collect();
+            check_scan(&c, mode, in_place, 0, "u64");
+            let d: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
+            check_scan(&d, mode, !in_place, 0, "i64");
         }
     }
+    for n in [(1 << 16) - 1, (1 << 17) + 1] {
+        let a: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
+        check_scan(&a, 0, false, 0, "u32 large");
+        let c: Vec<u64> = (0..n).map(|_| r.next()).collect();
+        check_scan(&c, MODE_INCLUSIVE, true, 0, "u64 large");
+    }
+}
+
+#[test]
+fn single_pass_scan_all_equal_values() {
+    for n in [1usize, TILE + 1, (1 << 15) + 1] {
+        for mode in [0, MODE_INCLUSIVE] {
+            let in_place = mode == 0;
+            check_scan(&std::vec![u32::MAX; n], mode, in_place, 0, "u32::MAX");
+            check_scan(&std::vec![i32::MIN; n], mode, in_place, 0, "i32::MIN");
+            check_scan(&std::vec![u64::MAX; n], mode, in_place, 0, "u64::MAX");
+            check_scan(&std::vec![i64::MIN; n], mode, in_place, 0, "i64::MIN");
+            check_scan(&std::vec![7u32; n], mode, !in_place, 0, "7u32");
+            check_scan(&std::vec![0i64; n], mode, !in_place, 0, "0i64");
+            // Exact in any order: integers below 2^24.
+            check_scan(&std::vec![1.0f32; n], mode, in_place, 0, "1.0f32");
+            check_scan(&std::vec![-3.0f64; n], mode, !in_place, 0, "-3.0f64");
+        }
+    }
+}
+
+#[test]
+fn single_pass_scan_floats() {
+    let mut r = Rng(6);
+    for n in SCAN_SIZES {
+        for mode in [0, MODE_INCLUSIVE] {
+            // Small integers: every partial sum is exact, so any order of
+            // additions gives the sequential result.
+            let a: Vec<f32> = (0..n).map(|_| (r.next() % 4) as f32).collect();
+            check_scan(&a, mode, mode == 0, 0, "f32");
+            let b: Vec<f64> = (0..n).map(|_| (r.next() % 9) as f64 - 4.0).collect();
+            check_scan(&b, mode, mode != 0, 0, "f64");
+        }
+    }
+    // Fractions round: compare with a tolerance against a sequential f64
+    // reference.
+    for n in [TILE + 3, (1 << 15) + 1] {
+        for mode in [0, MODE_INCLUSIVE] {
+            let x: Vec<f64> = (0..n)
+                .map(|_| (r.next() >> 11) as f64 / (1u64 << 53) as f64)
+                .collect();
+            let want = reference(&x, mode);
+            for (g, w) in scan_copy(&x, mode, 0).iter().zip(&want) {
+                assert_relative_eq!(*g, *w, max_relative = 1e-12, epsilon = 1e-12);
+            }
+            let y: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let want: Vec<f64> = reference(&y.iter().map(|&v| v as f64).collect::<Vec<_>>(), mode);
+            for (g, w) in scan_copy(&y, mode, 0).iter().zip(&want) {
+                assert_relative_eq!(*g as f64, *w, max_relative = 1e-5, epsilon = 1e-5);
+            }
+        }
+    }
+}
+
+#[test]
+fn single_pass_scan_with_blocks_running_at_once() {
+    // Up to 4 blocks in flight: tiles take their index from the counter in
+    // whatever order the blocks get there, and look-backs meet aggregates
+    // and descriptors not yet published (the spin backs off by yielding).
+    let mut r = Rng(7);
+    for (n, resident) in [(3 * TILE + 1, 4), ((1 << 16) + 1, 4)] {
+        for mode in [0, MODE_INCLUSIVE] {
+            let a: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
+            check_scan(&a, mode, mode == 0, resident, "u32 concurrent");
+            let b: Vec<i64> = (0..n).map(|_| r.next() as i64).collect();
+            check_scan(&b, mode, mode != 0, resident, "i64 concurrent");
+        }
+    }
+}
+
+/// Look-back over hand-made descriptors of `T` before tile `tile`: `status`
+/// says which tiles hold an aggregate (`STATUS_AGGREGATE`) or an inclusive
+/// prefix; descriptors are published `delay` apart by another thread while
+/// the warp spins (zero: all published before it starts).
+fn check_look_back<T: Num + Send + Sync + PartialEq + core::fmt::Debug>(
+    values: &[T],
+    status: &[u32],
+    delay_us: u64,
+) {
+    let tile = values.len();
+    let n = (tile + 1) * TILE;
+    let mut state = scan_state::<T>(n);
+    let st = P::of(state.as_mut_ptr());
+    // SAFETY: `state` is sized and zeroed for `tile + 1` tiles.
+    let ts = move || unsafe { TileState::new(st.get(), tile + 1) };
+    // The expected prefix: the sum of the values of tiles after the last
+    // inclusive prefix, plus that prefix (a prefix's value is the sum up to
+    // and including its tile).
+    let last_prefix = (0..tile).rev().find(|&t| status[t] == STATUS_PREFIX);
+    let want = (last_prefix.unwrap_or(0)..tile).fold(T::ZERO, |a, t| a.add(values[t]));
+    let mut got = std::vec![T::MIN_IDENTITY; 1];
+    let g = P::of(got.as_mut_ptr());
+    let publish = |t: usize| {
+        // SAFETY: each tile published once with its status.
+        unsafe { ts().publish(t, status[t], values[t]) }
+    };
+    std::thread::scope(|s| {
+        if delay_us == 0 {
+            (0..tile).for_each(publish);
+        } else {
+            s.spawn(move || {
+                // Nearest first: the warp sees windows partly published.
+                for t in (0..tile).rev() {
+                    std::thread::sleep(std::time::Duration::from_micros(delay_us));
+                    publish(t);
+                }
+            });
+        }
+        // SAFETY: one warp; tiles `0..tile` are published (now or soon).
+        launch(1, 32, || unsafe {
+            let p = look_back::<T>(ts(), tile);
+            if crate::device::lane_id() == 0 {
+                g.get::<T>().write(p);
+            }
+        });
+    });
+    assert_eq!(got[0], want, "look-back before tile {tile} (delay {delay_us} us)");
+}
+
+#[test]
+fn look_back_sums_aggregates_up_to_the_nearest_prefix() {
+    let mut r = Rng(8);
+    // Tile 0 always holds a prefix. 100 predecessors: three full windows and
+    // a partial one when only tile 0 holds a prefix.
+    for (len, prefix_at) in [
+        (1usize, None),
+        (31, None),
+        (32, None),
+        (33, Some(1)),
+        (100, None),
+        (100, Some(40)),
+        (100, Some(99)),
+        (70, Some(5)),
+    ] {
+        let mut status = std::vec![STATUS_AGGREGATE; len];
+        status[0] = STATUS_PREFIX;
+        if let Some(p) = prefix_at {
+            status[p] = STATUS_PREFIX;
+        }
+        let v32: Vec<u32> = (0..len).map(|_| r.next() as u32).collect();
+        check_look_back(&v32, &status, 0);
+        let v64: Vec<u64> = (0..len).map(|_| r.next()).collect();
+        check_look_back(&v64, &status, 0);
+        let f: Vec<f64> = (0..len).map(|_| (r.next() % 100) as f64).collect();
+        check_look_back(&f, &status, 0);
+    }
+    // Published while the warp waits.
+    let mut status = std::vec![STATUS_AGGREGATE; 70];
+    status[0] = STATUS_PREFIX;
+    let v: Vec<i32> = (0..70).map(|_| r.next() as i32).collect();
+    check_look_back(&v, &status, 200);
+    let w: Vec<i64> = (0..70).map(|_| r.next() as i64).collect();
+    check_look_back(&w, &status, 200);
 }
 
 #[test]

@@ -1,26 +1,47 @@
-//! Exclusive prefix sum, in three launches (reduce, then scan, then
-//! downsweep):
+//! Prefix sums (exclusive and inclusive) in a single pass with decoupled
+//! look-back (Merrill & Garland, "Single-pass Parallel Prefix Scan with
+//! Decoupled Look-back", 2016): every element is read once and written once.
 //!
-//! 1. `rmm_scan_partials_*`: block `b` owns the contiguous range of
-//!    `tiles_per_block` tiles starting at `b * tiles_per_block * TILE` and
-//!    writes its sum to `block_sums[b]`;
-//! 2. `rmm_scan_single_*`: one block scans `block_sums` in place (exclusive);
-//! 3. `rmm_scan_down_*`: block `b` scans its range tile by tile, starting
-//!    from `block_sums[b]`.
+//! One block scans one tile of [`TILE`] elements ([`BLOCK`] threads ×
+//! [`ITEMS`] consecutive elements each):
 //!
-//! A tile is [`BLOCK`] threads × [`ITEMS`] consecutive elements per thread.
-//! Integer sums wrap; float sums are computed in a tree order (not the
-//! sequential order), so they round differently from a sequential loop.
+//! 1. thread 0 takes the tile's index from the global tile counter (not
+//!    `blockIdx.x`), so tile `t` only starts once tiles `0..t` have started:
+//!    they are resident or done, and every wait below ends;
+//! 2. the block loads its elements and reduces them (the tile's aggregate);
+//! 3. tile 0 publishes its aggregate as its inclusive prefix; every other
+//!    tile publishes it as an aggregate, then warp 0 looks back over the
+//!    predecessors' descriptors, [`LOOKBACK_WINDOW`] at a time (one per lane),
+//!    adding aggregates up to the nearest inclusive prefix; it publishes its
+//!    own inclusive prefix (exclusive prefix + aggregate);
+//! 4. the block writes its outputs from the exclusive prefix.
+//!
+//! The descriptors (layout in `kernel_abi::scan`): for 32-bit elements one
+//! 64-bit word per tile holding status and value, stored and loaded as one
+//! single-copy atomic access (no fence needed: the reader uses nothing but
+//! that word); for 64-bit elements a status word per tile plus separate
+//! aggregate and inclusive-prefix slots, each written once, the status
+//! stored with release semantics after its slot and loaded with acquire
+//! semantics before it. The host zeroes the counter and the statuses before
+//! each launch.
+//!
+//! Integer sums wrap; float sums are grouped differently from a sequential
+//! loop (per thread, then a tree per block, then per look-back window), so
+//! they may round differently, and they start from `+0.0`.
 
 use crate::device::{
-    block_idx_x, lane_id, shfl_up, sync_threads, thread_idx_x, warp_id, warp_inclusive_scan, warp_reduce,
+    atomic_add_u32, back_off, ballot, lane_id, load_acquire_u32, load_relaxed_u64, shfl_up,
+    store_relaxed_u64, store_release_u32, sync_threads, thread_idx_x, warp_id, warp_inclusive_scan,
+    warp_reduce,
 };
 use crate::num::Num;
+use kernel_abi::scan::{HEADER_BYTES, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_INVALID, STATUS_PREFIX};
 
 /// Threads per block the host must launch with.
 pub const BLOCK: usize = kernel_abi::BLOCK as usize;
-pub use kernel_abi::scan::{ITEMS, TILE};
+pub use kernel_abi::scan::{ITEMS, LOOKBACK_WINDOW, TILE};
 const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
+const _: () = assert!(LOOKBACK_WINDOW == 32, "one look-back lane per predecessor");
 
 /// Exclusive scan of one value per thread over the block; returns
 /// `(exclusive prefix, block total)`.
@@ -60,28 +81,206 @@ pub unsafe fn block_exclusive_scan<T: Num>(v: T, warp_totals: *mut T) -> (T, T) 
     }
 }
 
-/// Scans the tile `[start, start + valid)` of `input` into `output` after
-/// `carry`; returns `carry` plus the tile's sum.
+/// The tile counter and descriptors in the state buffer of one launch
+/// (layout: `kernel_abi::scan`).
+#[derive(Clone, Copy)]
+pub struct TileState {
+    base: *mut u8,
+    tiles: usize,
+}
+
+impl TileState {
+    /// The state of a scan over `tiles` tiles at `base`.
+    ///
+    /// # Safety
+    /// `base` is 8-byte aligned and holds `kernel_abi::scan::state_bytes`
+    /// bytes for `T` and `tiles`, zeroed up to `zeroed_bytes` before any
+    /// block of the launch ran, and accessed by nothing but this launch.
+    #[inline(always)]
+    pub unsafe fn new(base: *mut u8, tiles: usize) -> TileState {
+        TileState { base, tiles }
+    }
+
+    /// Takes the next tile index (called once per block).
+    ///
+    /// # Safety
+    /// As [`TileState::new`].
+    #[inline(always)]
+    unsafe fn next_tile(self) -> usize {
+        // SAFETY: the counter is the first, aligned word of the state.
+        unsafe { atomic_add_u32(self.base as *mut u32, 1) as usize }
+    }
+
+    /// 32-bit elements: the packed descriptor of `tile`.
+    #[inline(always)]
+    fn packed(self, tile: usize) -> *mut u64 {
+        // Stays in the state (`tile < tiles`, callers' contract).
+        (self.base.wrapping_add(HEADER_BYTES) as *mut u64).wrapping_add(tile)
+    }
+
+    /// 64-bit elements: the status of `tile`.
+    #[inline(always)]
+    fn status(self, tile: usize) -> *mut u32 {
+        (self.base.wrapping_add(HEADER_BYTES) as *mut u32).wrapping_add(tile)
+    }
+
+    /// 64-bit elements: the aggregate (or, `prefix`, inclusive prefix) slot of `tile`.
+    #[inline(always)]
+    fn slot(self, tile: usize, prefix: bool) -> *mut u64 {
+        let values = kernel_abi::scan::values_offset(8, self.tiles);
+        let first = if prefix { self.tiles } else { 0 };
+        (self.base.wrapping_add(values) as *mut u64).wrapping_add(first + tile)
+    }
+
+    /// Publishes `value` for `tile` with `status` (aggregate or prefix).
+    ///
+    /// # Safety
+    /// As [`TileState::new`], `tile < tiles`; each `(tile, status)` is
+    /// published once, the aggregate before the prefix.
+    #[inline(always)]
+    pub unsafe fn publish<T: Num>(self, tile: usize, status: u32, value: T) {
+        if !T::WIDE {
+            let word = ((status as u64) << 32) | value.lo() as u64;
+            // SAFETY: an aligned word of the state, only accessed atomically.
+            unsafe { store_relaxed_u64(self.packed(tile), word) }
+        } else {
+            let bits = value.lo() as u64 | ((value.hi() as u64) << 32);
+            // SAFETY: as above; the slot is written once, before the release
+            // store of the status that tells readers to read it.
+            unsafe {
+                store_relaxed_u64(self.slot(tile, status == STATUS_PREFIX), bits);
+                store_release_u32(self.status(tile), status);
+            }
+        }
+    }
+
+    /// The status of `tile` and, unless invalid, its value.
+    ///
+    /// # Safety
+    /// As [`TileState::publish`].
+    #[inline(always)]
+    pub unsafe fn load<T: Num>(self, tile: usize) -> (u32, T) {
+        if !T::WIDE {
+            // SAFETY: an aligned word of the state, only accessed atomically.
+            let word = unsafe { load_relaxed_u64(self.packed(tile)) };
+            ((word >> 32) as u32, T::from_words(word as u32, 0))
+        } else {
+            // SAFETY: as above; the acquire load orders the slot's load after
+            // it, and a status other than invalid means the slot was written.
+            unsafe {
+                let status = load_acquire_u32(self.status(tile));
+                if status == STATUS_INVALID {
+                    return (status, T::ZERO);
+                }
+                let bits = load_relaxed_u64(self.slot(tile, status == STATUS_PREFIX));
+                (status, T::from_words(bits as u32, (bits >> 32) as u32))
+            }
+        }
+    }
+}
+
+/// The exclusive prefix of `tile` (`>= 1`): the sum of every earlier tile,
+/// from their descriptors. Every lane of one warp calls it; lane `l` reads
+/// the descriptor of tile `end - 1 - l`, waiting until every lane's is
+/// published, and the window's sum goes up to the nearest inclusive prefix;
+/// without one the window moves [`LOOKBACK_WINDOW`] tiles back.
 ///
 /// # Safety
-/// Whole block calls it; both arrays hold `start + valid` elements (they may
-/// be the same array: each thread reads its elements before writing them);
-/// `warp_totals` as in [`block_exclusive_scan`].
+/// As [`TileState::publish`]; tiles `0..tile` were taken from the counter
+/// (so their blocks run or ran and publish without waiting on this one).
 #[inline(always)]
-unsafe fn scan_tile<T: Num>(
+pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
+    let lane = lane_id() as usize;
+    let mut prefix = T::ZERO;
+    let mut end = tile;
+    loop {
+        let (status, value) = loop {
+            // A lane past tile 0 acts as an inclusive prefix of 0 (tile 0
+            // always publishes a prefix, so no sum reaches past it).
+            let (s, v) = if lane < end {
+                // SAFETY: `end - 1 - lane < tile < tiles`.
+                unsafe { state.load::<T>(end - 1 - lane) }
+            } else {
+                (STATUS_PREFIX, T::ZERO)
+            };
+            if ballot(s == STATUS_INVALID) == 0 {
+                break (s, v);
+            }
+            back_off(64);
+        };
+        let prefixes = ballot(status == STATUS_PREFIX);
+        // Lanes up to the nearest inclusive prefix (all when there is none).
+        let take = if prefixes == 0 {
+            LOOKBACK_WINDOW
+        } else {
+            prefixes.trailing_zeros() as usize + 1
+        };
+        let part = if lane < take { value } else { T::ZERO };
+        prefix = warp_reduce(part, |a: T, b: T| a.add(b)).add(prefix);
+        if prefixes != 0 {
+            return prefix;
+        }
+        end -= LOOKBACK_WINDOW;
+    }
+}
+
+/// Block-shared memory of the scan kernel.
+#[derive(Clone, Copy)]
+pub struct Shared<T> {
+    /// `WARPS` elements for [`block_exclusive_scan`].
+    pub warp_totals: *mut T,
+    /// The tile index (one `u32`).
+    pub tile: *mut u32,
+    /// The tile's exclusive prefix (one `T`).
+    pub prefix: *mut T,
+}
+
+/// Shared bytes of [`Shared::warp_totals`] (8-byte elements at most).
+pub const WARP_TOTALS_BYTES: usize = WARPS * 8;
+
+/// The kernel body: scans one tile of `input[..n]` into `output[..n]`,
+/// exclusive or (`mode & MODE_INCLUSIVE`) inclusive.
+///
+/// # Safety
+/// `input` and `output` hold `n >= 1` elements and are the same array or do
+/// not overlap; the launch has `kernel_abi::scan::tiles(n)` blocks of
+/// [`BLOCK`] threads; `state` as in [`TileState::new`] for those tiles;
+/// `shared` points to this block's shared memory of the sizes documented on
+/// [`Shared`], not used by anything else.
+#[inline(always)]
+pub unsafe fn scan_impl<T: Num>(
     input: *const T,
     output: *mut T,
-    start: usize,
-    valid: usize,
-    carry: T,
-    warp_totals: *mut T,
-) -> T {
-    let first = thread_idx_x() as usize * ITEMS;
+    n: usize,
+    state: *mut u8,
+    mode: u32,
+    shared: Shared<T>,
+) {
+    let tiles = n.div_ceil(TILE);
+    // SAFETY: forwarded contract.
+    let state = unsafe { TileState::new(state, tiles) };
+    let tid = thread_idx_x() as usize;
+    // SAFETY: thread 0 writes the shared slot; the barrier orders it before
+    // every thread's read (and `block_exclusive_scan`'s barriers come before
+    // anything else touches shared memory).
+    let tile = unsafe {
+        if tid == 0 {
+            shared.tile.write(state.next_tile() as u32);
+        }
+        sync_threads();
+        shared.tile.read() as usize
+    };
+    if tile >= tiles {
+        return; // a grid larger than the tiles (block-uniform)
+    }
+    let start = tile * TILE;
+    let valid = (n - start).min(TILE);
+    let first = tid * ITEMS;
     let mut v = [T::ZERO; ITEMS];
     let mut k = 0;
     while k < ITEMS {
         if first + k < valid {
-            // SAFETY: `start + first + k < start + valid`.
+            // SAFETY: `start + first + k < start + valid <= n`.
             v[k] = unsafe { input.add(start + first + k).read() };
         }
         k += 1;
@@ -89,169 +288,83 @@ unsafe fn scan_tile<T: Num>(
     let mut sum = T::ZERO;
     k = 0;
     while k < ITEMS {
-        let x = v[k];
-        v[k] = sum;
-        sum = sum.add(x);
+        sum = sum.add(v[k]);
         k += 1;
     }
-    // SAFETY: forwarded contract.
-    let (exclusive, total) = unsafe { block_exclusive_scan(sum, warp_totals) };
-    let offset = carry.add(exclusive);
+    // SAFETY: the whole block calls it; `warp_totals` per contract.
+    let (exclusive, aggregate) = unsafe { block_exclusive_scan(sum, shared.warp_totals) };
+    let prefix = if tile == 0 {
+        if tid == 0 {
+            // SAFETY: tile 0 < tiles; published once.
+            unsafe { state.publish(0, STATUS_PREFIX, aggregate) };
+        }
+        T::ZERO
+    } else {
+        // SAFETY: tile < tiles; the aggregate is published once before the
+        // prefix (both by thread 0, in that order); tiles `0..tile` were taken
+        // from the counter before this one; lane 0 writes the shared prefix
+        // before the barrier, every thread reads it after.
+        unsafe {
+            if tid == 0 {
+                state.publish(tile, STATUS_AGGREGATE, aggregate);
+            }
+            if warp_id() == 0 {
+                let exclusive_prefix = look_back::<T>(state, tile);
+                if tid == 0 {
+                    state.publish(tile, STATUS_PREFIX, exclusive_prefix.add(aggregate));
+                    shared.prefix.write(exclusive_prefix);
+                }
+            }
+            sync_threads();
+            shared.prefix.read()
+        }
+    };
+    let inclusive = mode & MODE_INCLUSIVE != 0;
+    let mut acc = prefix.add(exclusive);
     k = 0;
     while k < ITEMS {
         if first + k < valid {
-            // SAFETY: as the load.
-            unsafe { output.add(start + first + k).write(offset.add(v[k])) };
+            let out = if inclusive { acc.add(v[k]) } else { acc };
+            // SAFETY: as the load; this thread read this element before.
+            unsafe { output.add(start + first + k).write(out) };
         }
+        acc = acc.add(v[k]);
         k += 1;
-    }
-    carry.add(total)
-}
-
-/// Block `b`'s range: `[start, end)`.
-#[inline(always)]
-fn block_range(n: usize, tiles_per_block: usize) -> (usize, usize) {
-    let span = tiles_per_block * TILE;
-    let start = (block_idx_x() as usize).saturating_mul(span).min(n);
-    (start, (start + span).min(n))
-}
-
-/// Step 1 body: block `b`'s sum into `block_sums[b]`.
-///
-/// # Safety
-/// `input` holds `n` elements, `block_sums` `gridDim.x`; `warp_totals` is
-/// shared memory for `WARPS` elements; 256-thread blocks.
-#[inline(always)]
-pub(crate) unsafe fn partials_impl<T: Num>(
-    input: *const T,
-    n: usize,
-    tiles_per_block: usize,
-    block_sums: *mut T,
-    warp_totals: *mut T,
-) {
-    let (start, end) = block_range(n, tiles_per_block);
-    let mut acc = T::ZERO;
-    let mut i = start + thread_idx_x() as usize;
-    while i < end {
-        // SAFETY: `i < end <= n`.
-        acc = acc.add(unsafe { input.add(i).read() });
-        i += BLOCK;
-    }
-    let acc = warp_reduce(acc, |a: T, b: T| a.add(b));
-    // SAFETY: each warp writes its slot; the barrier orders writes before reads.
-    unsafe {
-        if lane_id() == 0 {
-            warp_totals.add(warp_id() as usize).write(acc);
-        }
-        sync_threads();
-        if thread_idx_x() == 0 {
-            let mut total = T::ZERO;
-            let mut w = 0;
-            while w < WARPS {
-                total = total.add(warp_totals.add(w).read());
-                w += 1;
-            }
-            block_sums.add(block_idx_x() as usize).write(total);
-        }
-    }
-}
-
-/// Step 2 body: one block scans `data[..m]` in place, tile by tile.
-///
-/// # Safety
-/// `data` holds `m` elements; `warp_totals` as in [`partials_impl`]; one
-/// 256-thread block.
-#[inline(always)]
-pub(crate) unsafe fn single_impl<T: Num>(data: *mut T, m: usize, warp_totals: *mut T) {
-    let mut carry = T::ZERO;
-    let mut start = 0;
-    while start < m {
-        let valid = (m - start).min(TILE);
-        // SAFETY: forwarded contract; in place is allowed.
-        carry = unsafe { scan_tile(data, data, start, valid, carry, warp_totals) };
-        start += TILE;
-    }
-}
-
-/// Step 3 body: block `b` scans its range from `block_sums[b]`.
-///
-/// # Safety
-/// `input`/`output` hold `n` elements (identical or disjoint);
-/// `block_sums` holds the scanned step-1 sums of the same grid and
-/// `tiles_per_block`; `warp_totals` as in [`partials_impl`].
-#[inline(always)]
-pub(crate) unsafe fn down_impl<T: Num>(
-    input: *const T,
-    output: *mut T,
-    n: usize,
-    tiles_per_block: usize,
-    block_sums: *const T,
-    warp_totals: *mut T,
-) {
-    let (mut start, end) = block_range(n, tiles_per_block);
-    if start >= end {
-        return;
-    }
-    // SAFETY: the host sized `block_sums` for the grid.
-    let mut carry = unsafe { block_sums.add(block_idx_x() as usize).read() };
-    while start < end {
-        let valid = (end - start).min(TILE);
-        // SAFETY: forwarded contract.
-        carry = unsafe { scan_tile(input, output, start, valid, carry, warp_totals) };
-        start += TILE;
     }
 }
 
 macro_rules! scan_kernels {
-    ($($partials:ident, $single:ident, $down:ident: $t:ty),*) => {$(
-        /// Scan step 1: `block_sums[b]` = sum of block `b`'s range.
+    ($($name:ident: $t:ty),*) => {$(
+        /// Single-pass scan of `input[..n]` into `output[..n]`: exclusive, or
+        /// inclusive when `mode & MODE_INCLUSIVE`. Launch `tiles(n)` blocks
+        /// of 256 threads.
         ///
         /// # Safety
-        /// `input` holds `n` elements, `block_sums` `gridDim.x`; 256-thread blocks.
+        /// `input` and `output` hold `n >= 1` elements and are the same array
+        /// or do not overlap; `state` holds `state_bytes(size, tiles(n))`
+        /// bytes (8-byte aligned), the first `zeroed_bytes` of them zero
+        /// (see `kernel_abi::scan`), used by this launch only.
         #[no_mangle]
         #[cfg(target_arch = "nvptx64")]
-        pub unsafe extern "ptx-kernel" fn $partials(
-            input: *const $t, n: usize, tiles_per_block: usize, block_sums: *mut $t,
+        pub unsafe extern "ptx-kernel" fn $name(
+            input: *const $t, output: *mut $t, n: usize, state: *mut u8, mode: u32,
         ) {
-            let s = crate::shared_bytes!(rmm_scan_smem, 64) as *mut $t;
-            // SAFETY: forwarded host contract.
-            unsafe { partials_impl(input, n, tiles_per_block, block_sums, s) }
-        }
-        /// Scan step 2 (also a general single-block scan): exclusive sum of
-        /// `data[..m]` in place. Launch with one block of 256 threads.
-        ///
-        /// # Safety
-        /// `data` holds `m` elements.
-        #[no_mangle]
-        #[cfg(target_arch = "nvptx64")]
-        pub unsafe extern "ptx-kernel" fn $single(data: *mut $t, m: usize) {
-            let s = crate::shared_bytes!(rmm_scan_smem, 64) as *mut $t;
-            // SAFETY: forwarded host contract.
-            unsafe { single_impl(data, m, s) }
-        }
-        /// Scan step 3: exclusive sum of `input[..n]` into `output[..n]`,
-        /// block `b` starting from `block_sums[b]`.
-        ///
-        /// # Safety
-        /// `input` and `output` hold `n` elements and are the same array or do
-        /// not overlap; `block_sums` holds `gridDim.x` scanned sums (same grid
-        /// and `tiles_per_block` as step 1).
-        #[no_mangle]
-        #[cfg(target_arch = "nvptx64")]
-        pub unsafe extern "ptx-kernel" fn $down(
-            input: *const $t, output: *mut $t, n: usize, tiles_per_block: usize, block_sums: *const $t,
-        ) {
-            let s = crate::shared_bytes!(rmm_scan_smem, 64) as *mut $t;
-            // SAFETY: forwarded host contract.
-            unsafe { down_impl(input, output, n, tiles_per_block, block_sums, s) }
+            let shared = Shared {
+                warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut $t,
+                tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
+                prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut $t,
+            };
+            // SAFETY: forwarded host contract; the shared arrays are this
+            // kernel's own, of the documented sizes.
+            unsafe { scan_impl(input, output, n, state, mode, shared) }
         }
     )*};
 }
 scan_kernels!(
-    rmm_scan_partials_u32, rmm_scan_single_u32, rmm_scan_down_u32: u32,
-    rmm_scan_partials_i32, rmm_scan_single_i32, rmm_scan_down_i32: i32,
-    rmm_scan_partials_u64, rmm_scan_single_u64, rmm_scan_down_u64: u64,
-    rmm_scan_partials_i64, rmm_scan_single_i64, rmm_scan_down_i64: i64,
-    rmm_scan_partials_f32, rmm_scan_single_f32, rmm_scan_down_f32: f32,
-    rmm_scan_partials_f64, rmm_scan_single_f64, rmm_scan_down_f64: f64
+    rmm_scan_u32: u32,
+    rmm_scan_i32: i32,
+    rmm_scan_u64: u64,
+    rmm_scan_i64: i64,
+    rmm_scan_f32: f32,
+    rmm_scan_f64: f64
 );
