@@ -126,8 +126,9 @@ pub mod numeric {
 /// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 64-bit elements: one `u32` status per tile |
 /// | [`values_offset`](scan::values_offset) | 64-bit elements only: `tiles` aggregates, then `tiles` inclusive prefixes (`u64` bits, never need zeroing) |
 pub mod scan {
-    /// Consecutive elements per thread in a tile.
-    pub const ITEMS: usize = 8;
+    /// Consecutive elements per thread in a tile (16: a tile's look-back
+    /// and descriptor traffic is paid once per 4096 elements).
+    pub const ITEMS: usize = 16;
     /// Elements per tile: [`BLOCK`](crate::BLOCK) threads × [`ITEMS`].
     pub const TILE: usize = crate::BLOCK as usize * ITEMS;
     /// Mode bit: inclusive scan (`out[i]` includes `in[i]`); exclusive without it.
@@ -293,12 +294,13 @@ mod tests {
     #[test]
     fn tiles_fit_the_block() {
         assert_eq!(BLOCK % WARP, 0);
-        assert_eq!(scan::TILE, 2048);
+        assert_eq!(scan::TILE, 4096);
         assert_eq!(scan::zeroed_bytes(4, 1), 512);
         assert_eq!(scan::zeroed_bytes(8, 64), 512);
         assert_eq!(scan::state_bytes(8, 64), 512 + 16 * 64);
         assert_eq!(scan::state_bytes(4, 32), 512);
-        assert_eq!(scan::tiles(2049), 2);
+        assert_eq!(scan::tiles(4097), 2);
+        assert_eq!(scan::tiles(4096), 1);
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);
         assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);

@@ -11,7 +11,7 @@ use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE, STATUS_
 use crate::emulator::{launch, launch_concurrent};
 use crate::num::Num;
 use crate::reduce::reduce_impl;
-use crate::scan::{look_back, scan_impl, Shared, TileState, TILE, WARP_TOTALS_BYTES};
+use crate::scan::{look_back, scan_impl, Shared, TileState, EXCHANGE_BYTES, TILE, WARP_TOTALS_BYTES};
 use crate::sequence::sequence_impl;
 use crate::sort::{
     downsweep, upsweep, DownShared, SortKey, BLOCK, ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS,
@@ -63,6 +63,7 @@ fn run_scan<T: Num + Send + Sync>(input: P, output: P, n: usize, mode: u32, resi
     let body = || unsafe {
         let shared = Shared::<T> {
             warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut T,
+            exchange: crate::shared_bytes!(rmm_scan_exchange, EXCHANGE_BYTES) as *mut T,
             tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
             prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut T,
         };
@@ -313,7 +314,7 @@ fn radix_sort_tiny_inputs() {
 }
 
 /// Sizes for the scans over every type and both modes: 1, partial tiles,
-/// whole tiles, several tiles, 2^k - 1, 2^k, 2^k + 1 up to 2^15 + 1 (17
+/// whole tiles, several tiles, 2^k - 1, 2^k, 2^k + 1 up to 2^15 + 1 (9
 /// tiles). Larger sizes (65 tiles: more than two look-back windows) run for
 /// fewer types: the emulator spends about a millisecond per block.
 const SCAN_SIZES: [usize; 13] = [
@@ -374,7 +375,7 @@ fn single_pass_scan_integers_wrap_like_sequential_sums() {
             check_scan(&d, mode, !in_place, 0, "i64");
         }
     }
-    for n in [(1 << 16) - 1, (1 << 17) + 1] {
+    for n in [(1 << 16) - 1, (1 << 18) + 1] {
         let a: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
         check_scan(&a, 0, false, 0, "u32 large");
         let c: Vec<u64> = (0..n).map(|_| r.next()).collect();

@@ -8,7 +8,16 @@
 //! 1. thread 0 takes the tile's index from the global tile counter (not
 //!    `blockIdx.x`), so tile `t` only starts once tiles `0..t` have started:
 //!    they are resident or done, and every wait below ends;
-//! 2. the block loads its elements and reduces them (the tile's aggregate);
+//! 2. the block loads its elements and reduces them (the tile's aggregate):
+//!    each warp loads its part of the tile *striped* (lane `l` reads
+//!    elements `l, l + 32, …`: every load instruction of the warp reads 32
+//!    consecutive elements, so it is coalesced) into shared memory, and each
+//!    thread then reads its [`ITEMS`] consecutive elements from there (a
+//!    warp transpose, padded by one slot every 32 so that neither direction
+//!    has bank conflicts); the outputs go back the same way, so the stores
+//!    are coalesced too. Loading and storing each thread's consecutive
+//!    elements straight from global memory made every store instruction
+//!    touch 32 sectors: 0.75 TB/s on an H200, a quarter of its bandwidth;
 //! 3. tile 0 publishes its aggregate as its inclusive prefix; every other
 //!    tile publishes it as an aggregate, then warp 0 looks back over the
 //!    predecessors' descriptors, [`LOOKBACK_WINDOW`] at a time (one per lane),
@@ -31,8 +40,8 @@
 
 use crate::device::{
     atomic_add_u32, back_off, ballot, lane_id, load_acquire_u32, load_relaxed_u64, shfl_up,
-    store_relaxed_u64, store_release_u32, sync_threads, thread_idx_x, warp_id, warp_inclusive_scan,
-    warp_reduce,
+    store_relaxed_u64, store_release_u32, sync_threads, sync_warp, thread_idx_x, warp_id,
+    warp_inclusive_scan, warp_reduce,
 };
 use crate::num::Num;
 use kernel_abi::scan::{HEADER_BYTES, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_INVALID, STATUS_PREFIX};
@@ -224,11 +233,26 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
     }
 }
 
+/// Elements of one warp's transpose area: its `32 * ITEMS` elements plus
+/// one padding slot every 32.
+pub const WARP_EXCHANGE: usize = 32 * ITEMS + ITEMS;
+
+/// Shared bytes of [`Shared::exchange`] (8-byte elements at most).
+pub const EXCHANGE_BYTES: usize = WARPS * WARP_EXCHANGE * 8;
+
+/// Index `i` of a warp's transpose area, padded.
+#[inline(always)]
+fn padded(i: usize) -> usize {
+    i + i / 32
+}
+
 /// Block-shared memory of the scan kernel.
 #[derive(Clone, Copy)]
 pub struct Shared<T> {
     /// `WARPS` elements for [`block_exclusive_scan`].
     pub warp_totals: *mut T,
+    /// `WARPS * WARP_EXCHANGE` elements: the warps' transpose areas.
+    pub exchange: *mut T,
     /// The tile index (one `u32`).
     pub tile: *mut u32,
     /// The tile's exclusive prefix (one `T`).
@@ -275,16 +299,36 @@ pub unsafe fn scan_impl<T: Num>(
     }
     let start = tile * TILE;
     let valid = (n - start).min(TILE);
-    let first = tid * ITEMS;
+    let lane = lane_id() as usize;
+    // This warp's elements are tile[warp_base..warp_base + 32 * ITEMS];
+    // thread `tid` owns tile[tid * ITEMS..][..ITEMS].
+    let warp_base = warp_id() as usize * 32 * ITEMS;
+    // SAFETY: the warp's own area of `exchange` (per contract).
+    let xs = unsafe { shared.exchange.add(warp_id() as usize * WARP_EXCHANGE) };
     let mut v = [T::ZERO; ITEMS];
-    let mut k = 0;
-    while k < ITEMS {
-        if first + k < valid {
-            // SAFETY: `start + first + k < start + valid <= n`.
-            v[k] = unsafe { input.add(start + first + k).read() };
+    // SAFETY: striped loads below `valid` (elements past it are zero, the
+    // sum's identity); each lane writes its own padded slots, and the warp
+    // barrier orders those writes before the blocked reads.
+    unsafe {
+        let mut k = 0;
+        while k < ITEMS {
+            let i = k * 32 + lane;
+            let x = if warp_base + i < valid {
+                input.add(start + warp_base + i).read()
+            } else {
+                T::ZERO
+            };
+            xs.add(padded(i)).write(x);
+            k += 1;
         }
-        k += 1;
+        sync_warp();
+        k = 0;
+        while k < ITEMS {
+            v[k] = xs.add(padded(lane * ITEMS + k)).read();
+            k += 1;
+        }
     }
+    let mut k = 0;
     let mut sum = T::ZERO;
     k = 0;
     while k < ITEMS {
@@ -321,15 +365,28 @@ pub unsafe fn scan_impl<T: Num>(
     };
     let inclusive = mode & MODE_INCLUSIVE != 0;
     let mut acc = prefix.add(exclusive);
-    k = 0;
-    while k < ITEMS {
-        if first + k < valid {
+    // SAFETY: every lane finished its blocked reads (the barrier inside
+    // `block_exclusive_scan` came after them) before any lane writes its
+    // blocked outputs into the same area; the warp barrier orders those
+    // writes before the striped reads; stores go below `valid` only, to
+    // elements this warp read before.
+    unsafe {
+        k = 0;
+        while k < ITEMS {
             let out = if inclusive { acc.add(v[k]) } else { acc };
-            // SAFETY: as the load; this thread read this element before.
-            unsafe { output.add(start + first + k).write(out) };
+            xs.add(padded(lane * ITEMS + k)).write(out);
+            acc = acc.add(v[k]);
+            k += 1;
         }
-        acc = acc.add(v[k]);
-        k += 1;
+        sync_warp();
+        k = 0;
+        while k < ITEMS {
+            let i = k * 32 + lane;
+            if warp_base + i < valid {
+                output.add(start + warp_base + i).write(xs.add(padded(i)).read());
+            }
+            k += 1;
+        }
     }
 }
 
@@ -351,6 +408,7 @@ macro_rules! scan_kernels {
         ) {
             let shared = Shared {
                 warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut $t,
+                exchange: crate::shared_bytes!(rmm_scan_exchange, EXCHANGE_BYTES) as *mut $t,
                 tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
                 prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut $t,
             };
