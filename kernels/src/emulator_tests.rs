@@ -502,8 +502,10 @@ fn check_look_back<T: Num + Send + Sync + PartialEq + core::fmt::Debug>(
 #[test]
 fn look_back_sums_aggregates_up_to_the_nearest_prefix() {
     let mut r = Rng(8);
-    // Tile 0 always holds a prefix. 100 predecessors: three full windows and
-    // a partial one when only tile 0 holds a prefix.
+    // Tile 0 always holds a prefix. A round reads four windows of 32: 100
+    // predecessors are three full windows and a partial one; 300 need three
+    // rounds when only tile 0 holds a prefix, and a prefix at 150 or 171
+    // ends the second round in its first or second window.
     for (len, prefix_at) in [
         (1usize, None),
         (31, None),
@@ -513,6 +515,12 @@ fn look_back_sums_aggregates_up_to_the_nearest_prefix() {
         (100, Some(40)),
         (100, Some(99)),
         (70, Some(5)),
+        (128, None),
+        (129, None),
+        (300, None),
+        (300, Some(150)),
+        (300, Some(171)),
+        (300, Some(299)),
     ] {
         let mut status = std::vec![STATUS_AGGREGATE; len];
         status[0] = STATUS_PREFIX;
