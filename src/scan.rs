@@ -12,8 +12,8 @@
 //! are grouped differently from a sequential loop, so they may round
 //! differently, and they start from `+0.0`.
 
+use kernel_abi::scan::BLOCK;
 use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE};
-use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::{CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 

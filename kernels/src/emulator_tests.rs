@@ -71,9 +71,9 @@ fn run_scan<T: Num + Send + Sync>(input: P, output: P, n: usize, mode: u32, resi
     };
     let grid = tiles(n) as u32;
     if resident == 0 {
-        launch(grid, BLOCK as u32, body);
+        launch(grid, crate::scan::BLOCK as u32, body);
     } else {
-        launch_concurrent(grid, BLOCK as u32, resident, body);
+        launch_concurrent(grid, crate::scan::BLOCK as u32, resident, body);
     }
 }
 

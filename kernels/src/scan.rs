@@ -48,7 +48,7 @@ use crate::num::Num;
 use kernel_abi::scan::{HEADER_BYTES, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_INVALID, STATUS_PREFIX};
 
 /// Threads per block the host must launch with.
-pub const BLOCK: usize = kernel_abi::BLOCK as usize;
+pub const BLOCK: usize = kernel_abi::scan::BLOCK as usize;
 pub use kernel_abi::scan::{ITEMS, LOOKBACK_WINDOW, TILE};
 const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
 const _: () = assert!(LOOKBACK_WINDOW == 32, "one look-back lane per predecessor");
@@ -56,11 +56,16 @@ const _: () = assert!(LOOKBACK_WINDOW == 32, "one look-back lane per predecessor
 /// Exclusive scan of one value per thread over the block; returns
 /// `(exclusive prefix, block total)`.
 ///
+/// The block's warp count is a constant (the loop over the warps' totals
+/// unrolls; the sort's downsweep, whose blocks have 8 warps, slowed from
+/// 27 to 19 Gkeys/s when it was read from `blockDim` instead).
+///
 /// # Safety
-/// Every thread of the (BLOCK-thread) block calls it; `warp_totals` is shared
-/// memory for `WARPS` elements, not used by anything else meanwhile.
+/// Every thread of the block, which has `WARPS` warps, calls it;
+/// `warp_totals` is shared memory for `WARPS` elements, not used by
+/// anything else meanwhile.
 #[inline(always)]
-pub unsafe fn block_exclusive_scan<T: Num>(v: T, warp_totals: *mut T) -> (T, T) {
+pub unsafe fn block_exclusive_scan<T: Num, const WARPS: usize>(v: T, warp_totals: *mut T) -> (T, T) {
     let lane = lane_id();
     let warp = warp_id() as usize;
     let inclusive = warp_inclusive_scan(v, |a: T, b: T| a.add(b));
@@ -192,12 +197,11 @@ impl TileState {
 /// Windows of [`LOOKBACK_WINDOW`] descriptors one look-back round reads at
 /// once (each lane loads one descriptor of each, all in flight together).
 ///
-/// One round costs one trip to L2 whatever its depth, and the tiles a scan
-/// can retire per microsecond are bounded by the tiles one round covers
-/// divided by that trip: with one window (32 tiles) an H200 scanned
-/// 2^28 `u32` at 1.13 TB/s, about 35 tiles per microsecond, the rate that
-/// bound gives for a 0.9 us trip while hundreds of tiles run at once.
-pub const LOOKBACK_DEPTH: usize = 4;
+/// One, measured: on an H200, 2^28 `u32` scanned at 1.08 TB/s with one
+/// window per round, 0.93 TB/s with two and 0.86 TB/s with four (the same
+/// run): waiting for every descriptor of a deeper round, and the extra
+/// polling traffic, cost more than the round trips they saved.
+pub const LOOKBACK_DEPTH: usize = 1;
 
 /// The exclusive prefix of `tile` (`>= 1`): the sum of every earlier tile,
 /// from their descriptors. Every lane of one warp calls it; in each round
@@ -361,7 +365,7 @@ pub unsafe fn scan_impl<T: Num>(
         k += 1;
     }
     // SAFETY: the whole block calls it; `warp_totals` per contract.
-    let (exclusive, aggregate) = unsafe { block_exclusive_scan(sum, shared.warp_totals) };
+    let (exclusive, aggregate) = unsafe { block_exclusive_scan::<T, WARPS>(sum, shared.warp_totals) };
     let prefix = if tile == 0 {
         if tid == 0 {
             // SAFETY: tile 0 < tiles; published once.

@@ -302,7 +302,7 @@ pub(crate) unsafe fn downsweep<K: SortKey, const ITEMS: usize, const PAIRS: bool
                 total += v;
                 w += 1;
             }
-            let (dstart, _) = block_exclusive_scan(total, s.warp_totals);
+            let (dstart, _) = block_exclusive_scan::<u32, WARPS>(total, s.warp_totals);
             s.digit_start.add(d).write(dstart);
             w = 0;
             while w < WARPS {
