@@ -640,22 +640,38 @@ fn reductions_fold_vectors_heads_and_tails_at_every_alignment() {
         for n in [1usize, 2, 3, 4, 5, 7, 9, 17, 64, 1029] {
             let v = &backing32[offset..offset + n];
             let sum = reduce_on_emulator(v, 0u32, |a, b| Num::add(a, b), 2);
-            assert_eq!(sum, v.iter().fold(0u32, |a, &b| a.wrapping_add(b)), "u32 sum +{offset} n={n}");
+            assert_eq!(
+                sum,
+                v.iter().fold(0u32, |a, &b| a.wrapping_add(b)),
+                "u32 sum +{offset} n={n}"
+            );
             let lo = reduce_on_emulator(v, u32::MAX, |a, b| Num::min(a, b), 2);
             assert_eq!(lo, *v.iter().min().unwrap(), "u32 min +{offset} n={n}");
             let f = &floats32[offset..offset + n];
             let hi = reduce_on_emulator(f, f32::NAN, |a, b| Num::max(a, b), 1);
-            assert_eq!(hi, f.iter().copied().fold(f32::NAN, f32::max), "f32 max +{offset} n={n}");
+            assert_eq!(
+                hi,
+                f.iter().copied().fold(f32::NAN, f32::max),
+                "f32 max +{offset} n={n}"
+            );
         }
     }
     for offset in 0..2 {
         for n in [1usize, 2, 3, 5, 33, 517] {
             let v = &backing64[offset..offset + n];
             let sum = reduce_on_emulator(v, 0u64, |a, b| Num::add(a, b), 2);
-            assert_eq!(sum, v.iter().fold(0u64, |a, &b| a.wrapping_add(b)), "u64 sum +{offset} n={n}");
+            assert_eq!(
+                sum,
+                v.iter().fold(0u64, |a, &b| a.wrapping_add(b)),
+                "u64 sum +{offset} n={n}"
+            );
             let f = &floats64[offset..offset + n];
             let lo = reduce_on_emulator(f, f64::NAN, |a, b| Num::min(a, b), 2);
-            assert_eq!(lo, f.iter().copied().fold(f64::NAN, f64::min), "f64 min +{offset} n={n}");
+            assert_eq!(
+                lo,
+                f.iter().copied().fold(f64::NAN, f64::min),
+                "f64 min +{offset} n={n}"
+            );
         }
     }
 }

@@ -52,7 +52,11 @@ pub(crate) unsafe fn reduce_impl<T: Num>(
     // Elements before the first 16-byte boundary (the input is aligned to
     // its type, so the offset is a whole number of elements).
     let misalign = (input as usize) & 15;
-    let head = if misalign == 0 { 0 } else { ((16 - misalign) / size).min(n) };
+    let head = if misalign == 0 {
+        0
+    } else {
+        ((16 - misalign) / size).min(n)
+    };
     let vectors = (n - head) / per_vector;
     let (mut a0, mut a1, mut a2, mut a3) = (identity, identity, identity, identity);
     // SAFETY (loads): every vector read lies in `input[head..head +
