@@ -132,6 +132,17 @@ pub mod scan {
     /// `u32` at 1.05 TB/s against 1.08 TB/s for 256 in the same run, and 24
     /// elements per thread at 0.71 TB/s.
     pub const BLOCK: u32 = crate::BLOCK;
+    /// Blocks per multiprocessor the 32-bit scan kernels are compiled for:
+    /// the build writes `.maxntid BLOCK` and `.minnctapersm` with this value
+    /// into their PTX (what CUDA's `__launch_bounds__(BLOCK, N)` writes),
+    /// so the assembler keeps their registers low enough for that many (32
+    /// registers, a few spilled). On an H200, 2^28 `u32`: 1.13 TB/s with 4
+    /// blocks (55 registers), 1.42 with 6, 1.51 with 8 (one run).
+    pub const MIN_BLOCKS_PER_SM_32: u32 = 8;
+    /// The same for the 64-bit scan kernels: 2^27 `u64` ran at 1.45 TB/s
+    /// with 4 blocks (64 registers), 1.27 with 6 and 1.05 with 8, where
+    /// the spills grow to 336 bytes per thread (same run).
+    pub const MIN_BLOCKS_PER_SM_64: u32 = 4;
     /// Consecutive elements per thread in a tile.
     pub const ITEMS: usize = 16;
     /// Elements per tile: [`BLOCK`] threads × [`ITEMS`].

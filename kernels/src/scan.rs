@@ -266,8 +266,13 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
 /// one padding slot every 32.
 pub const WARP_EXCHANGE: usize = 32 * ITEMS + ITEMS;
 
-/// Shared bytes of [`Shared::exchange`] (8-byte elements at most).
-pub const EXCHANGE_BYTES: usize = WARPS * WARP_EXCHANGE * 8;
+/// Shared bytes of [`Shared::exchange`] for elements of `size` bytes.
+pub const fn exchange_bytes(size: usize) -> usize {
+    WARPS * WARP_EXCHANGE * size
+}
+
+/// Shared bytes of [`Shared::exchange`] for the widest (8-byte) elements.
+pub const EXCHANGE_BYTES: usize = exchange_bytes(8);
 
 /// Index `i` of a warp's transpose area, padded.
 #[inline(always)]
@@ -437,7 +442,10 @@ macro_rules! scan_kernels {
         ) {
             let shared = Shared {
                 warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut $t,
-                exchange: crate::shared_bytes!(rmm_scan_exchange, EXCHANGE_BYTES) as *mut $t,
+                // Sized for `$t`: a 32-bit scan's blocks take half the shared
+                // memory of a 64-bit one's, so more of them fit.
+                exchange: crate::shared_bytes!(rmm_scan_exchange, exchange_bytes(core::mem::size_of::<$t>()))
+                    as *mut $t,
                 tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
                 prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut $t,
             };
