@@ -17,9 +17,12 @@
 //!
 //! Every row's resource comes from [`rmm::mr::by_name`] under the row's name.
 //!
+//! Besides WORKLOADS.md's rows it prints `cycle` (one thread cycling its
+//! allocations over 8 streams), which RMM's anchor does not measure.
+//!
 //! `RMM_BENCH_RESOURCES="pool arena"` (or resource names as arguments)
 //! restricts the resources, `RMM_BENCH_WORKLOADS="random hot_pair"` the
-//! workloads (`random`, `hot_pair`, `threads8`, `threads`; used, for one,
+//! workloads (`random`, `hot_pair`, `threads8`, `cycle`, `threads`; used, for one,
 //! to time the NVTX annotations under compute-sanitizer). Run with `cargo bench --bench alloc_workloads`.
 
 use std::time::Instant;
@@ -40,17 +43,21 @@ struct Outcome {
     failed: usize,
 }
 
-/// Workload `random`.
+/// Workload `random` on `streams`: the k-th successful allocation's
+/// request goes to stream `k % streams.len()`, and each block is freed on
+/// the stream it was
+/// allocated on (one stream: WORKLOADS.md's `random`; several: the
+/// project-only `cycle` row, one host thread cycling over streams).
 fn random_allocations(
     mr: &dyn MemoryResource,
-    stream: CudaStreamView,
+    streams: &[CudaStreamView],
     n: usize,
     max_size: usize,
     max_usage: usize,
     seed: u64,
 ) -> Outcome {
     let mut rng = SplitMix64(seed);
-    let mut live: Vec<(DevicePtr, usize)> = Vec::with_capacity(n);
+    let mut live: Vec<(DevicePtr, usize, CudaStreamView)> = Vec::with_capacity(n);
     let (mut count, mut usage) = (0usize, 0usize);
     let mut r = Outcome::default();
     for _ in 0..2 * n {
@@ -62,9 +69,10 @@ fn random_allocations(
         };
         if do_alloc {
             r.ops += 1;
+            let stream = streams[count % streams.len()];
             match mr.allocate(size, ALIGN, stream) {
                 Ok(p) => {
-                    live.push((p, size));
+                    live.push((p, size, stream));
                     count += 1;
                     usage += size;
                     continue;
@@ -79,14 +87,14 @@ fn random_allocations(
         }
         if !live.is_empty() {
             let i = (rng.next() % live.len() as u64) as usize;
-            let (p, s) = live.swap_remove(i);
+            let (p, s, stream) = live.swap_remove(i);
             // SAFETY: p came from mr with these arguments and is unused.
             unsafe { mr.deallocate(p, s, ALIGN, stream) };
             usage -= s;
             r.ops += 1;
         }
     }
-    for (p, s) in live {
+    for (p, s, stream) in live {
         // SAFETY: as above.
         unsafe { mr.deallocate(p, s, ALIGN, stream) };
         r.ops += 1;
@@ -152,7 +160,7 @@ fn row(resource: &str, workload: &str, params: &str, secs: f64, r: Outcome) {
 fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
     let streams = Streams::new(gpu, 1);
     let s = streams.get(0);
-    random_allocations(mr, s, 1000, 64 * MIB, 16000 * MIB, 99);
+    random_allocations(mr, &[s], 1000, 64 * MIB, 16000 * MIB, 99);
     let wanted =
         |w: &str| std::env::var("RMM_BENCH_WORKLOADS").map_or(true, |v| v.split_whitespace().any(|x| x == w));
     streams.sync();
@@ -161,7 +169,7 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
             continue;
         }
         let t0 = Instant::now();
-        let r = random_allocations(mr, s, n, max_mib * MIB, 16000 * MIB, 42);
+        let r = random_allocations(mr, &[s], n, max_mib * MIB, 16000 * MIB, 42);
         streams.sync();
         row(
             name,
@@ -190,6 +198,24 @@ fn run_all(name: &str, mr: &dyn MemoryResource, gpu: bool) {
         let (secs, total) = threads(mr, gpu, 8);
         row(name, "threads8", "n=20000 max=1MiB", secs, total);
     }
+    // Project-only: one host thread cycling its allocations over 8 streams
+    // (`threads` t=1's workload, spread over streams): blocks freed on one
+    // stream are wanted on another, which per-stream free lists and caches
+    // must hand over with events. RMM's anchor has no such row.
+    if name != "cuda" && wanted("cycle") {
+        let many = Streams::new(gpu, 8);
+        let views: Vec<CudaStreamView> = (0..8).map(|i| many.get(i)).collect();
+        let t0 = Instant::now();
+        let r = random_allocations(mr, &views, 20_000, MIB, 1000 * MIB, 1000);
+        many.sync();
+        row(
+            name,
+            "cycle",
+            "s=8 n=20000 max=1MiB",
+            t0.elapsed().as_secs_f64(),
+            r,
+        );
+    }
     // The thread-scaling rows (WORKLOADS.md `threads`), every resource but
     // `cuda`, whose cuMemAlloc/cuMemFree would take minutes at 32 threads.
     if name != "cuda" && wanted("threads") {
@@ -210,7 +236,7 @@ fn threads(mr: &dyn MemoryResource, gpu: bool, t: usize) -> (f64, Outcome) {
         let handles: Vec<_> = (0..t)
             .map(|i| {
                 let st = streams.get(i);
-                scope.spawn(move || random_allocations(mr, st, 20_000, MIB, 1000 * MIB, 1000 + i as u64))
+                scope.spawn(move || random_allocations(mr, &[st], 20_000, MIB, 1000 * MIB, 1000 + i as u64))
             })
             .collect();
         handles.into_iter().fold(Outcome::default(), |acc, h| {
