@@ -181,14 +181,11 @@ impl StreamCache {
         let mut guard = self.stripe(key);
         let stripe = &mut *guard;
         let limit = list_limit(block_size);
-        if stripe
-            .position(key, bin)
-            .is_some_and(|i| stripe.lists[i].blocks.len() >= limit)
-            || !self.reserve(stripe, block_size)
-        {
+        let found = stripe.position(key, bin);
+        if found.is_some_and(|i| stripe.lists[i].blocks.len() >= limit) || !self.reserve(stripe, block_size) {
             return false;
         }
-        let list = match stripe.position(key, bin) {
+        let list = match found {
             Some(i) => &mut stripe.lists[i],
             None => {
                 // Streams come and go: forget the empty lists of a crowded
