@@ -62,15 +62,15 @@ fn reduce_on<T: Numeric>(
     policy: &ExecPolicy,
     stream: rmm::CudaStreamView<'_>,
 ) -> Result<T> {
+    // `_partials` (holding the result slot) lives until after the copy.
     let (at, _partials) = launch_reduce(input, kernel, policy, stream, None)?;
-    let dst2 = at.addr();
     let mut result = T::ZERO;
     // SAFETY: copies one `T` into `result`, which outlives the copy because
     // the stream is synchronised before returning.
     unsafe {
         memcpy_async(
             DevicePtr::new(&mut result as *mut T as u64),
-            DevicePtr::new(dst2),
+            at,
             std::mem::size_of::<T>(),
             stream,
         )?
