@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::free_list::{AddrMap, CoalescingFreeList};
+use super::free_list::CoalescingFreeList;
 
 /// Address ranges `(start, size)`.
 pub(crate) type Ranges = Vec<(u64, usize)>;
@@ -40,10 +40,15 @@ pub(crate) struct ArenaBook {
     /// Large blocks (taken from the global arena) freed on this arena's
     /// stream: reused by its large requests without synchronisation.
     large: CoalescingFreeList,
-    /// Superblocks by start, for finding the one around an address.
+    /// Superblocks by start, for finding the one around an address. The
+    /// free list's heads (where blocks must not merge) are the superblocks'
+    /// bounds: a free only ever merges inside the superblock found here, so
+    /// its head test compares with that superblock's start and end instead
+    /// of looking the address up (two hash lookups per free saved).
     superblocks: BTreeMap<u64, usize>,
-    /// Superblock starts, for the O(1) head test of the free list.
-    heads: AddrMap<()>,
+    /// The superblock a free found last (or the one added last), tried
+    /// before the tree: a stream's frees mostly land in one superblock.
+    last: Option<(u64, usize)>,
     /// Starts of the empty superblocks.
     empty: Vec<u64>,
     max_empty: usize,
@@ -63,6 +68,20 @@ impl ArenaBook {
             free: CoalescingFreeList::with_huge_threshold(superblock / 2),
             ..Default::default()
         }
+    }
+
+    /// [`containing`](Self::containing), trying the last superblock found first.
+    fn containing_cached(&mut self, addr: u64) -> Option<(u64, usize)> {
+        if let Some((s, n)) = self.last {
+            if addr >= s && addr < s + n as u64 {
+                return self.last;
+            }
+        }
+        let found = self.containing(addr);
+        if found.is_some() {
+            self.last = found;
+        }
+        found
     }
 
     fn containing(&self, addr: u64) -> Option<(u64, usize)> {
@@ -96,10 +115,10 @@ impl ArenaBook {
     /// Adds an (entirely free) superblock.
     pub fn add_superblock(&mut self, start: u64, size: usize) {
         self.superblocks.insert(start, size);
-        self.heads.insert(start, ());
+        self.last = Some((start, size));
         self.empty.push(start);
-        let heads = &self.heads;
-        let ok = self.free.insert(start, size, |a| heads.contains_key(&a));
+        let end = start + size as u64;
+        let ok = self.free.insert(start, size, |a| a == start || a == end);
         debug_assert!(ok, "new superblock overlaps free memory");
     }
 
@@ -111,14 +130,14 @@ impl ArenaBook {
 
     /// Frees `[addr, addr + size)` if it lies in one of the superblocks.
     pub fn free(&mut self, addr: u64, size: usize) -> Freed {
-        let Some((s, sb_size)) = self.containing(addr) else {
+        let Some((s, sb_size)) = self.containing_cached(addr) else {
             return Freed::NotOwned;
         };
         if addr + size as u64 > s + sb_size as u64 {
             return Freed::Overlap;
         }
-        let heads = &self.heads;
-        let Some(merged) = self.free.insert_merged(addr, size, |a| heads.contains_key(&a)) else {
+        let sb_end = s + sb_size as u64;
+        let Some(merged) = self.free.insert_merged(addr, size, |a| a == s || a == sb_end) else {
             return Freed::Overlap;
         };
         if merged != (s, sb_size) {
@@ -131,7 +150,7 @@ impl ArenaBook {
         // Empty, and the arena has enough empty ones: give it back.
         self.free.remove(s);
         self.superblocks.remove(&s);
-        self.heads.remove(&s);
+        self.last = None;
         Freed::Release(s, sb_size)
     }
 
@@ -141,8 +160,8 @@ impl ArenaBook {
         let mut free = self.free.drain();
         free.extend(self.large.drain());
         let sbs = std::mem::take(&mut self.superblocks).into_iter().collect();
-        self.heads.clear();
         self.empty.clear();
+        self.last = None;
         (free, sbs)
     }
 
@@ -160,9 +179,11 @@ impl ArenaBook {
     /// Checks the invariants: free blocks inside superblocks, the empty
     /// list names exactly the superblocks one free block covers.
     pub fn check(&self) -> Result<(), String> {
-        self.free.check(|a| self.heads.contains_key(&a))?;
-        if self.heads.len() != self.superblocks.len() {
-            return Err("head set and superblock map differ".into());
+        self.free.check(|a| self.superblocks.contains_key(&a))?;
+        if let Some((s, n)) = self.last {
+            if self.superblocks.get(&s) != Some(&n) {
+                return Err(format!("cached superblock {s:#x}+{n} is not one of the arena's"));
+            }
         }
         let blocks = self.free.blocks();
         for (&s, &n) in &self.superblocks {

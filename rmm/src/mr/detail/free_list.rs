@@ -12,6 +12,7 @@
 //! * `FreeBlocks` (crate-internal): what the stream-ordered core needs from either.
 #![forbid(unsafe_code)]
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -177,7 +178,10 @@ impl CoalescingFreeList {
     /// The best fit for `size`: the smallest block that holds it, lowest
     /// address among equals.
     fn best_fit(&self, size: usize) -> Option<(u64, usize)> {
-        if size < self.huge_at {
+        // An emptied tree keeps its root node: skip the descent when no
+        // small block is free (the arena's usual state, one huge block per
+        // superblock).
+        if size < self.huge_at && !self.by_size.is_empty() {
             if let Some(&k) = self.by_size.range(size_key(size, 0)..).next() {
                 return Some((k as u64, (k >> 64) as usize));
             }
@@ -226,46 +230,57 @@ impl CoalescingFreeList {
         is_head: impl Fn(u64) -> bool,
     ) -> Option<(u64, usize)> {
         let end = addr.checked_add(size as u64)?;
-        if size == 0 || self.by_start.contains_key(&addr) || self.by_end.contains_key(&end) {
+        if size == 0 {
             return None;
         }
-        // Each index is touched as little as possible: a neighbour's entry
-        // is updated in place rather than removed and inserted again.
-        let prev = if is_head(addr) {
-            None
-        } else {
-            self.by_end.remove(&addr)
-        };
+        // Each index is touched as little as possible (on the hot path of a
+        // block freed next to the free rest of its chunk: three hash
+        // operations). The neighbours' entries double as the overlap
+        // checks: two free blocks are adjacent only across a head, so when
+        // a free block starts at `end` (not a head) none ends there, and
+        // when one ends at `addr` (not a head) none starts there.
         let next = if is_head(end) {
             None
         } else {
             self.by_start.remove(&end)
         };
-        let mut start = addr;
-        let mut len = size;
-        if let Some(pa) = prev {
-            let ps = (addr - pa) as usize;
-            self.index_remove(ps, pa);
-            start = pa;
-            len += ps;
+        if next.is_none() && self.by_end.contains_key(&end) {
+            return None;
         }
-        if let Some(ns) = next {
-            self.index_remove(ns, end);
-            len += ns;
-        }
-        match prev {
+        let ns = next.unwrap_or(0);
+        let prev = if is_head(addr) {
+            None
+        } else {
+            self.by_end.remove(&addr)
+        };
+        let (start, len) = match prev {
             Some(pa) => {
+                let ps = (addr - pa) as usize;
+                let len = ps + size + ns;
                 if let Some(v) = self.by_start.get_mut(&pa) {
                     *v = len;
                 }
+                self.index_remove(ps, pa);
+                (pa, len)
             }
-            None => {
-                self.by_start.insert(addr, len);
-            }
-        }
+            None => match self.by_start.entry(addr) {
+                Entry::Occupied(_) => {
+                    // A free block starts here: a double free. Undo.
+                    if let Some(ns) = next {
+                        self.by_start.insert(end, ns);
+                    }
+                    return None;
+                }
+                Entry::Vacant(v) => {
+                    v.insert(size + ns);
+                    (addr, size + ns)
+                }
+            },
+        };
         let new_end = start + len as u64;
         match next {
-            Some(_) => {
+            Some(ns) => {
+                self.index_remove(ns, end);
                 if let Some(v) = self.by_end.get_mut(&new_end) {
                     *v = start;
                 }
@@ -530,6 +545,23 @@ mod tests {
         assert!(!l.insert(u64::MAX - 1, 10, NO_HEADS));
         assert!(l.insert(900, 100, NO_HEADS));
         assert_eq!(l.blocks(), vec![(900, 600)]);
+        l.check(NO_HEADS).unwrap();
+    }
+
+    #[test]
+    fn refused_insert_puts_back_the_unlinked_neighbour() {
+        // [1000, 1200) starts where a free block starts and ends where
+        // another one starts: the second is unlinked for the merge before
+        // the first is found, and must come back unchanged.
+        let mut l = CoalescingFreeList::new();
+        assert!(l.insert(1000, 100, NO_HEADS));
+        assert!(l.insert(1200, 100, NO_HEADS));
+        assert_eq!(l.insert_merged(1000, 200, NO_HEADS), None);
+        assert_eq!(l.blocks(), vec![(1000, 100), (1200, 100)]);
+        assert_eq!(l.free_bytes(), 200);
+        l.check(NO_HEADS).unwrap();
+        // The gap between them still merges both ways.
+        assert_eq!(l.insert_merged(1100, 100, NO_HEADS), Some((1000, 300)));
         l.check(NO_HEADS).unwrap();
     }
 
