@@ -69,37 +69,36 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("rmm_kernels.ptx");
     let text = std::fs::read_to_string(&ptx)
         .unwrap_or_else(|e| panic!("kernels built but {} is missing: {e}", ptx.display()));
-    std::fs::write(&out, with_scan_launch_bounds(&text))
+    std::fs::write(&out, with_launch_bounds(&text))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
 }
 
-/// `ptx` with launch bounds on the scan kernels' entries: `.maxntid` and
-/// `.minnctapersm` after each `rmm_scan_*` entry's parameter list, as
-/// CUDA's `__launch_bounds__` would write them (Rust has no attribute for
-/// them), from `kernel_abi::scan` (one value for the 32-bit types, one for
-/// the 64-bit ones).
-fn with_scan_launch_bounds(ptx: &str) -> String {
-    use kernel_abi::scan::{BLOCK, MIN_BLOCKS_PER_SM_32, MIN_BLOCKS_PER_SM_64};
+/// `ptx` with launch bounds written after the parameter list of every entry
+/// that `kernel_abi::launch_bounds` names: `.maxntid` and `.minnctapersm`.
+fn with_launch_bounds(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len() + 4096);
-    let mut pending: Option<u32> = None;
+    let mut pending: Option<(u32, u32)> = None;
     let mut bounded = 0;
     for line in ptx.lines() {
         out.push_str(line);
         out.push('\n');
-        if let Some(name) = line.strip_prefix(".visible .entry rmm_scan_") {
-            let wide = ["u64", "i64", "f64"].iter().any(|t| name.starts_with(t));
-            pending = Some(if wide {
-                MIN_BLOCKS_PER_SM_64
-            } else {
-                MIN_BLOCKS_PER_SM_32
-            });
-        } else if let (Some(blocks), true) = (pending, line.starts_with(')')) {
-            out.push_str(&format!(".maxntid {BLOCK}, 1, 1\n.minnctapersm {blocks}\n"));
+        if let Some(rest) = line.strip_prefix(".visible .entry ") {
+            let name = rest.split('(').next().unwrap_or("").trim();
+            pending = kernel_abi::launch_bounds(name);
+        } else if let (Some((threads, blocks)), true) = (pending, line.starts_with(')')) {
+            out.push_str(&format!(".maxntid {threads}, 1, 1\n.minnctapersm {blocks}\n"));
             pending = None;
             bounded += 1;
         }
     }
-    assert_eq!(bounded, 6, "expected the six rmm_scan_* entries in the PTX");
+    let want = kernel_abi::ALL
+        .iter()
+        .filter(|n| kernel_abi::launch_bounds(n).is_some())
+        .count();
+    assert_eq!(
+        bounded, want,
+        "expected launch bounds on {want} entries of the PTX"
+    );
     out
 }
 

@@ -1,12 +1,14 @@
 //! Stable LSD radix sort of `u32`, `i32`, `u64`, `i64`, `f32` and `f64`
 //! keys, ascending or descending, alone or with `u32` values.
 //!
-//! 8-bit digits: 4 passes for 32-bit keys, 8 for 64-bit keys; each pass is
-//! an upsweep (per-block digit counts), a scan of the counts and a
-//! downsweep (stable in-block ranking and a coalesced scatter); see
+//! 8-bit digits: 4 passes for 32-bit keys, 8 for 64-bit keys, in onesweep
+//! form: one launch counts the digits of every pass in one read of the
+//! keys, a second turns the counts into each digit's first output position,
+//! then each pass is one launch that reads and writes every key once (its
+//! tiles find their output positions by decoupled look-back); see
 //! `kernels/src/sort.rs`. Every temporary (one key buffer of `n`, one value
-//! buffer for pairs, the digit counts, the counts scan's tile state) comes
-//! from the policy's
+//! buffer for pairs, the digit counts and positions, the passes' look-back
+//! state) comes from the policy's
 //! [`scratch`](ExecPolicy::scratch), all allocated before the first launch,
 //! so an allocation failure leaves the input untouched.
 //!
@@ -19,13 +21,14 @@
 //!
 //! At most `u32::MAX` keys per call.
 
-use kernel_abi::sort::{MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX};
+use kernel_abi::sort::{
+    portion_tiles, state_words, tile, HIST_BATCH, MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, OFFSETS, RADIX,
+};
 use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
 use rmm::{CudaStreamView, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 
 use crate::kernels::Kernels;
-use crate::scan;
 
 /// Sort direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -74,23 +77,36 @@ struct Buffers {
     vals: Option<(u64, u64)>,
 }
 
-/// Launch shape of one sort: downsweep tile size, tiles per block, blocks.
+/// Tiling of one sort: tiles of `BLOCK * items` keys, launched per pass in
+/// portions of at most `portion_tiles` tiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
-    tile: usize,
-    tiles_per_block: usize,
-    grid: usize,
+struct Plan {
+    tiles: usize,
+    portion_tiles: usize,
 }
 
-/// Contiguous ranges of whole tiles, at most `resident` blocks (one wave).
-fn shape(n: usize, items: usize, resident: usize) -> Shape {
-    let tile = BLOCK as usize * items;
-    let tiles = n.div_ceil(tile).max(1);
-    let tiles_per_block = tiles.div_ceil(resident.max(1));
-    Shape {
-        tile,
-        tiles_per_block,
-        grid: tiles.div_ceil(tiles_per_block),
+impl Plan {
+    fn new(n: usize, items: usize) -> Plan {
+        Plan {
+            tiles: n.div_ceil(tile(items)),
+            portion_tiles: portion_tiles(items),
+        }
+    }
+
+    fn portions(&self) -> usize {
+        self.tiles.div_ceil(self.portion_tiles)
+    }
+
+    /// `(first tile, tiles)` of portion `q`.
+    fn portion(&self, q: usize) -> (usize, usize) {
+        let first = q * self.portion_tiles;
+        (first, self.portion_tiles.min(self.tiles - first))
+    }
+
+    /// Words between two passes' rows of digit positions: one row of
+    /// `RADIX` per portion plus the one the last portion writes.
+    fn bases_stride(&self) -> usize {
+        (self.portions() + 1) * RADIX
     }
 }
 
@@ -148,16 +164,10 @@ unsafe fn radix_passes<K: RadixKey>(
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
     let k = Kernels::current()?;
-    let key_bytes = std::mem::size_of::<K>();
-    // Keys per thread per downsweep tile, as compiled into each kernel.
-    let (items, up, down) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some());
-    let resident = k.max_active_blocks(down, BLOCK)? as usize * k.multiprocessors as usize;
-    let Shape {
-        tile,
-        tiles_per_block,
-        grid,
-    } = shape(n, items, resident);
-    let counts_len = RADIX * grid;
+    let passes = std::mem::size_of::<K>(); // one digit per byte: 4 or 8 (even)
+    let (items, histogram, onesweep) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some());
+    let plan = Plan::new(n, items);
+    let stride = plan.bases_stride();
 
     // Every temporary first: a failure here has touched nothing.
     let alt_keys = policy.scratch::<K>(n)?;
@@ -165,8 +175,9 @@ unsafe fn radix_passes<K: RadixKey>(
         Some(_) => Some(policy.scratch::<u32>(n)?),
         None => None,
     };
-    let counts = policy.scratch::<u32>(counts_len)?;
-    let scan_state = policy.scratch::<u64>(scan::state_bytes_for::<u32>(counts_len) / 8)?;
+    let hist = policy.scratch::<u32>(passes * RADIX)?;
+    let bases = policy.scratch::<u32>(passes * stride)?;
+    let state = policy.scratch::<u32>(state_words(plan.portion_tiles.min(plan.tiles)))?;
 
     let mode = K::MODE
         | if order == Order::Descending {
@@ -174,50 +185,66 @@ unsafe fn radix_passes<K: RadixKey>(
         } else {
             0
         };
-    let passes = key_bytes as u32; // one digit per byte: 4 or 8 (even)
+    let resident = k.max_active_blocks(histogram, BLOCK)? as usize * k.multiprocessors as usize;
+    let hist_grid = n.div_ceil(BLOCK as usize * HIST_BATCH).min(resident.max(1)) as u32;
+    let (mut keys, mut cnt, mut md, mut hp, mut bp, mut st) = (
+        b.keys_in,
+        n as u64,
+        mode,
+        hist.ptr().addr(),
+        bases.ptr().addr(),
+        stride as u64,
+    );
+    let mut hist_params = crate::kernel_params!(keys, cnt, md, hp);
+    let mut offsets_params = crate::kernel_params!(hp, bp, st);
+    // SAFETY: the memset covers `hist`; the parameters match the kernels'
+    // signatures `(keys, n, mode, hist)` and `(hist, bases, stride)`; the
+    // input holds `n` keys, `hist` passes * RADIX words, `bases` passes *
+    // stride; one offsets block per pass; stream ordered.
+    unsafe {
+        rmm::launch::memset_async(hist.ptr(), 0, 4, passes * RADIX, stream)?;
+        k.launch(histogram, hist_grid, BLOCK, 0, stream, &mut hist_params)?;
+        k.launch(OFFSETS, passes as u32, BLOCK, 0, stream, &mut offsets_params)?;
+    }
+
     let alt_k = alt_keys.ptr().addr();
     let alt_v = alt_vals.as_ref().map(|s| s.ptr().addr()).unwrap_or(0);
-    for pass in 0..passes {
+    for pass in 0..passes as u32 {
         let (src_k, dst_k) = pass_buffers(pass, b.keys_in, b.keys_out, alt_k);
         let (src_v, dst_v) = match b.vals {
             None => (0, 0),
             Some((vi, vo)) => pass_buffers(pass, vi, vo, alt_v),
         };
-        let (mut ks, mut kd, mut vs, mut vd) = (src_k, dst_k, src_v, dst_v);
-        let (mut cnt, mut shift, mut md, mut tpb, mut kpb, mut cp) = (
-            n as u64,
-            pass * kernel_abi::sort::DIGIT_BITS,
-            mode,
-            tiles_per_block as u64,
-            (tiles_per_block * tile) as u64,
-            counts.ptr().addr(),
-        );
-        // Upsweep: `(keys, n, shift, mode, keys_per_block, counts)`.
-        let mut up_params = crate::kernel_params!(ks, cnt, shift, md, kpb, cp);
-        // SAFETY: parameters match the kernels' signatures; buffers hold `n`
-        // keys (values) and `counts` 256 * grid words; the scan runs in place
-        // on `counts` with `scan_state` sized for it (scratch: 8-byte
-        // aligned, used by nothing else; the scan clears it per launch);
-        // stream ordered.
-        unsafe {
-            k.launch(up, grid as u32, BLOCK, 0, stream, &mut up_params)?;
-            scan::scan_raw::<u32>(
-                k,
-                cp,
-                cp,
-                counts_len,
-                scan::Mode::Exclusive,
-                scan_state.ptr(),
-                stream,
-            )?;
-            if b.vals.is_some() {
-                // `(keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)`.
-                let mut p = crate::kernel_params!(ks, kd, vs, vd, cnt, shift, md, tpb, cp);
-                k.launch(down, grid as u32, BLOCK, 0, stream, &mut p)?;
-            } else {
-                // `(keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)`.
-                let mut p = crate::kernel_params!(ks, kd, cnt, shift, md, tpb, cp);
-                k.launch(down, grid as u32, BLOCK, 0, stream, &mut p)?;
+        for q in 0..plan.portions() {
+            let (first, tiles) = plan.portion(q);
+            let row = bases.ptr().addr() + 4 * (pass as usize * stride + q * RADIX) as u64;
+            let (mut ks, mut kd, mut vs, mut vd) = (src_k, dst_k, src_v, dst_v);
+            let (mut cnt, mut ft, mut shift, mut md, mut sp, mut b_in, mut b_out) = (
+                n as u64,
+                first as u64,
+                pass * kernel_abi::sort::DIGIT_BITS,
+                mode,
+                state.ptr().addr(),
+                row,
+                row + 4 * RADIX as u64,
+            );
+            // SAFETY: the memset zeroes the state's words for `tiles` tiles
+            // (it holds that many: `tiles <= portion_tiles` and `<= plan.tiles`);
+            // the parameters match the kernels' signatures; one block per
+            // tile of the portion; buffers hold `n` keys (values), disjoint
+            // between source and destination (`pass_buffers`); the row and
+            // the next one lie inside `bases`; stream ordered.
+            unsafe {
+                rmm::launch::memset_async(state.ptr(), 0, 4, state_words(tiles), stream)?;
+                if b.vals.is_some() {
+                    // `(keys_in, keys_out, vals_in, vals_out, n, first_tile, shift, mode, state, bases_in, bases_out)`.
+                    let mut p = crate::kernel_params!(ks, kd, vs, vd, cnt, ft, shift, md, sp, b_in, b_out);
+                    k.launch(onesweep, tiles as u32, BLOCK, 0, stream, &mut p)?;
+                } else {
+                    // `(keys_in, keys_out, n, first_tile, shift, mode, state, bases_in, bases_out)`.
+                    let mut p = crate::kernel_params!(ks, kd, cnt, ft, shift, md, sp, b_in, b_out);
+                    k.launch(onesweep, tiles as u32, BLOCK, 0, stream, &mut p)?;
+                }
             }
         }
     }
@@ -402,31 +429,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shapes_cover_every_key_with_one_wave() {
+    fn portions_cover_every_tile_once() {
+        use kernel_abi::sort::{ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS, PORTION_KEYS};
         for n in [
             1usize,
-            2,
             6143,
             6144,
             6145,
             1 << 20,
-            (1 << 28) + 3,
+            PORTION_KEYS,
+            PORTION_KEYS + 1,
             u32::MAX as usize,
         ] {
-            for items in [8, 16, 24] {
-                for resident in [1usize, 3, 264, 528] {
-                    let s = shape(n, items, resident);
-                    let span = s.tiles_per_block * s.tile;
-                    assert_eq!(s.tile, BLOCK as usize * items);
-                    assert!(s.grid <= resident, "{n} {items} {resident}: {s:?}");
-                    assert!(s.grid * span >= n, "{n} {items} {resident}: {s:?}");
-                    assert!(
-                        (s.grid - 1) * span < n,
-                        "empty block: {n} {items} {resident}: {s:?}"
-                    );
+            for items in [ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS] {
+                let plan = Plan::new(n, items);
+                assert_eq!(plan.tiles, n.div_ceil(BLOCK as usize * items));
+                let mut next = 0;
+                for q in 0..plan.portions() {
+                    let (first, tiles) = plan.portion(q);
+                    assert_eq!(first, next, "{n} {items}");
+                    assert!(tiles >= 1 && tiles <= plan.portion_tiles);
+                    assert!(tiles * tile(items) <= PORTION_KEYS);
+                    next += tiles;
                 }
+                assert_eq!(next, plan.tiles, "{n} {items}");
+                assert_eq!(plan.bases_stride(), (plan.portions() + 1) * RADIX);
             }
         }
+        assert_eq!(Plan::new(PORTION_KEYS + 1, ITEMS_64).portions(), 2);
     }
 
     #[test]

@@ -580,13 +580,22 @@ fn ptx_kernels_use_no_local_memory_and_declare_shared_once() {
 fn ptx_radix_kernels_use_warp_votes_and_shared_memory() {
     let all = entries(rmm_suite::kernels::PTX);
     let body = |n: &str| all.iter().find(|(k, _)| k == n).map(|(_, b)| b.clone()).unwrap();
-    for k in ["rmm_radix_downsweep_32", "rmm_radix_downsweep_pairs_64"] {
+    for k in ["rmm_radix_onesweep_32", "rmm_radix_onesweep_pairs_64"] {
         let b = body(k);
         assert!(b.contains("vote.sync.ballot.b32"), "{k}");
         assert!(b.contains("bar.warp.sync"), "{k}");
         assert!(b.contains(".shared .align 16 .b8 rmm_radix_keys["), "{k}");
     }
-    assert!(body("rmm_radix_upsweep_32").contains("red.shared.add.u32"));
+    for k in ["rmm_radix_onesweep_32", "rmm_radix_onesweep_64"] {
+        // The look-back words are read and written as single-copy atomics.
+        let b = body(k);
+        assert!(b.contains("ld.relaxed.gpu.global.u32"), "{k}");
+        assert!(b.contains("st.relaxed.gpu.global.u32"), "{k}");
+        assert!(b.contains("atom.relaxed.gpu.global.add.u32"), "{k}");
+    }
+    for k in ["rmm_radix_histogram_32", "rmm_radix_histogram_64"] {
+        assert!(body(k).contains("red.shared.add.u32"), "{k}");
+    }
     assert!(body("rmm_reduce_sum_f64").contains("shfl.sync.bfly.b32"));
 }
 
@@ -621,13 +630,15 @@ fn ptx_kernel_parameters_match_the_host_launchers() {
         assert_eq!(got, want, "parameters of {name}");
     };
     for w in ["32", "64"] {
-        // (keys, n, shift: u32, mode: u32, keys_per_block, counts)
-        check(&format!("rmm_radix_upsweep_{w}"), "p 8 4 4 8 p");
-        // (keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)
-        check(&format!("rmm_radix_downsweep_{w}"), "p p 8 4 4 8 p");
-        // (keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)
-        check(&format!("rmm_radix_downsweep_pairs_{w}"), "p p p p 8 4 4 8 p");
+        // (keys, n, mode: u32, hist)
+        check(&format!("rmm_radix_histogram_{w}"), "p 8 4 p");
+        // (keys_in, keys_out, n, first_tile, shift: u32, mode: u32, state, bases_in, bases_out)
+        check(&format!("rmm_radix_onesweep_{w}"), "p p 8 8 4 4 p p p");
+        // (keys_in, keys_out, vals_in, vals_out, n, first_tile, shift, mode, state, bases_in, bases_out)
+        check(&format!("rmm_radix_onesweep_pairs_{w}"), "p p p p 8 8 4 4 p p p");
     }
+    // (hist, bases, stride)
+    check("rmm_radix_offsets", "p p 8");
     for (t, w) in [
         ("u32", "4"),
         ("i32", "4"),

@@ -269,6 +269,20 @@ fn sort_large() {
     check_pairs(&dup, Order::Ascending);
 }
 
+/// More keys than one onesweep launch takes (`PORTION_KEYS`): each pass runs
+/// in two portions, the first handing the digits' next output positions to
+/// the second; stability across the boundary with few distinct keys.
+#[test]
+fn sort_large_crosses_a_portion() {
+    rmm::require_gpu!();
+    let n = kernel_abi::sort::PORTION_KEYS + 4099;
+    let mut r = Rng(98);
+    let k32: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
+    check_keys(&k32, Order::Descending);
+    let few: Vec<i32> = (0..n).map(|_| (r.next() % 3) as i32 - 1).collect();
+    check_pairs(&few, Order::Ascending);
+}
+
 #[test]
 fn sorted_and_constant_inputs() {
     rmm::require_gpu!();

@@ -196,22 +196,45 @@ pub mod scan {
     }
 }
 
-/// The radix sort kernels (`kernels/src/sort.rs`): names, tiling, mode bits.
+/// The radix sort kernels (`kernels/src/sort.rs`): names, tiling, mode bits,
+/// and the layout of the onesweep passes' look-back state.
+///
+/// One sort is a histogram launch (the digit counts of every pass in one
+/// read of the keys), an offsets launch (their exclusive sums: where each
+/// digit's keys start in each pass's output), then one onesweep launch per
+/// digit (per [`PORTION_KEYS`](sort::PORTION_KEYS) keys of it): every tile ranks its keys,
+/// publishes its digit counts, finds the counts of the tiles before it by
+/// decoupled look-back and scatters its keys to their final places.
 pub mod sort {
     /// Bits per digit (one pass per digit).
     pub const DIGIT_BITS: u32 = 8;
     /// Number of digit values.
     pub const RADIX: usize = 1 << DIGIT_BITS;
-    /// Keys per thread per downsweep tile: 32-bit keys alone.
+    /// Keys per thread per onesweep tile: 32-bit keys alone.
     pub const ITEMS_32: usize = 24;
-    /// Keys per thread per downsweep tile: 32-bit keys with values.
+    /// Keys per thread per onesweep tile: 32-bit keys with values.
     pub const ITEMS_32_PAIRS: usize = 16;
-    /// Keys per thread per downsweep tile: 64-bit keys alone.
+    /// Keys per thread per onesweep tile: 64-bit keys alone.
     pub const ITEMS_64: usize = 16;
-    /// Keys per thread per downsweep tile: 64-bit keys with values.
+    /// Keys per thread per onesweep tile: 64-bit keys with values.
     pub const ITEMS_64_PAIRS: usize = 8;
-    /// Keys each upsweep thread loads per batch.
-    pub const UP_BATCH: usize = 16;
+    /// Keys each histogram thread loads per batch.
+    pub const HIST_BATCH: usize = 16;
+    /// Blocks per multiprocessor the onesweep kernels are compiled for
+    /// (`.minnctapersm`, see [`crate::launch_bounds`]): 32-bit keys alone.
+    ///
+    /// Measured on an H200, 2^28 `u32` keys (one run per line):
+    /// without bounds the kernel took 168 registers, one block per
+    /// multiprocessor: 19.6 Gkeys/s; 2 blocks (128 registers): 29.1;
+    /// 3 blocks (80 registers, 220 bytes spilled): 34.2; 16 keys per thread
+    /// with 4 blocks: 34.0; 12 with 4: 30.4.
+    pub const MIN_BLOCKS_PER_SM_32: u32 = 3;
+    /// The same for 32-bit keys with values.
+    pub const MIN_BLOCKS_PER_SM_32_PAIRS: u32 = 3;
+    /// The same for 64-bit keys alone.
+    pub const MIN_BLOCKS_PER_SM_64: u32 = 3;
+    /// The same for 64-bit keys with values.
+    pub const MIN_BLOCKS_PER_SM_64_PAIRS: u32 = 4;
 
     /// Mode bit: keys are two's complement integers.
     pub const MODE_SIGNED: u32 = 1;
@@ -220,39 +243,130 @@ pub mod sort {
     /// Mode bit: sort descending.
     pub const MODE_DESCENDING: u32 = 4;
 
-    /// `rmm_radix_upsweep_32(keys, n, shift, mode, keys_per_block, counts)`.
-    pub const UPSWEEP_32: &str = "rmm_radix_upsweep_32";
-    /// `rmm_radix_downsweep_32(keys_in, keys_out, n, shift, mode, tiles_per_block, offsets)`.
-    pub const DOWNSWEEP_32: &str = "rmm_radix_downsweep_32";
-    /// `rmm_radix_downsweep_pairs_32(keys_in, keys_out, vals_in, vals_out, n, shift, mode, tiles_per_block, offsets)`.
-    pub const DOWNSWEEP_PAIRS_32: &str = "rmm_radix_downsweep_pairs_32";
-    /// As [`UPSWEEP_32`] for 64-bit keys.
-    pub const UPSWEEP_64: &str = "rmm_radix_upsweep_64";
-    /// As [`DOWNSWEEP_32`] for 64-bit keys.
-    pub const DOWNSWEEP_64: &str = "rmm_radix_downsweep_64";
-    /// As [`DOWNSWEEP_PAIRS_32`] for 64-bit keys.
-    pub const DOWNSWEEP_PAIRS_64: &str = "rmm_radix_downsweep_pairs_64";
+    /// Look-back status: the tile's own count of the digit is published.
+    pub const FLAG_PARTIAL: u32 = 1 << 30;
+    /// Look-back status: the count of the digit in this tile and every
+    /// earlier tile of the portion is published.
+    pub const FLAG_GLOBAL: u32 = 2 << 30;
+    /// The status bits of a look-back word (zero: nothing published yet).
+    pub const FLAG_MASK: u32 = 3 << 30;
+    /// The count bits of a look-back word.
+    pub const VALUE_MASK: u32 = (1 << 30) - 1;
+    /// Keys of one onesweep launch at most (a portion), so that every count
+    /// fits the [`VALUE_MASK`] bits; longer inputs take several launches per
+    /// pass, each portion's last tile handing the digits' next output
+    /// positions to the next portion.
+    pub const PORTION_KEYS: usize = 1 << 28;
+    /// Words before the look-back statuses in the state: the tile counter, padded.
+    pub const STATE_HEADER_WORDS: usize = 64;
 
-    /// The kernels of one sort: `(items per thread, upsweep, downsweep)` for
-    /// 64-bit keys if `wide`, with `u32` values if `pairs`.
+    /// Keys per onesweep tile for `items` keys per thread.
+    pub const fn tile(items: usize) -> usize {
+        crate::BLOCK as usize * items
+    }
+
+    /// Tiles of one portion for `items` keys per thread (whole tiles).
+    pub const fn portion_tiles(items: usize) -> usize {
+        PORTION_KEYS / tile(items)
+    }
+
+    /// `u32` words of the onesweep state for `tiles` tiles: the counter
+    /// header, then one look-back word per tile and digit
+    /// (`STATE_HEADER_WORDS + tile * RADIX + digit`); all of it zero at launch.
+    pub const fn state_words(tiles: usize) -> usize {
+        STATE_HEADER_WORDS + tiles * RADIX
+    }
+
+    /// `rmm_radix_histogram_32(keys, n, mode, hist)`: adds the digit counts
+    /// of every pass to `hist[pass * RADIX + digit]`.
+    pub const HISTOGRAM_32: &str = "rmm_radix_histogram_32";
+    /// As [`HISTOGRAM_32`] for 64-bit keys.
+    pub const HISTOGRAM_64: &str = "rmm_radix_histogram_64";
+    /// `rmm_radix_offsets(hist, bases, stride)`: block `p` writes the
+    /// exclusive sums of `hist[p * RADIX..][..RADIX]` to `bases[p * stride..]`.
+    pub const OFFSETS: &str = "rmm_radix_offsets";
+    /// `rmm_radix_onesweep_32(keys_in, keys_out, n, first_tile, shift, mode, state, bases_in, bases_out)`.
+    pub const ONESWEEP_32: &str = "rmm_radix_onesweep_32";
+    /// `rmm_radix_onesweep_pairs_32(keys_in, keys_out, vals_in, vals_out, n, first_tile, shift, mode, state, bases_in, bases_out)`.
+    pub const ONESWEEP_PAIRS_32: &str = "rmm_radix_onesweep_pairs_32";
+    /// As [`ONESWEEP_32`] for 64-bit keys.
+    pub const ONESWEEP_64: &str = "rmm_radix_onesweep_64";
+    /// As [`ONESWEEP_PAIRS_32`] for 64-bit keys.
+    pub const ONESWEEP_PAIRS_64: &str = "rmm_radix_onesweep_pairs_64";
+
+    /// The kernels of one sort: `(items per thread, histogram, onesweep)`
+    /// for 64-bit keys if `wide`, with `u32` values if `pairs`.
     pub const fn kernels(wide: bool, pairs: bool) -> (usize, &'static str, &'static str) {
         match (wide, pairs) {
-            (false, false) => (ITEMS_32, UPSWEEP_32, DOWNSWEEP_32),
-            (false, true) => (ITEMS_32_PAIRS, UPSWEEP_32, DOWNSWEEP_PAIRS_32),
-            (true, false) => (ITEMS_64, UPSWEEP_64, DOWNSWEEP_64),
-            (true, true) => (ITEMS_64_PAIRS, UPSWEEP_64, DOWNSWEEP_PAIRS_64),
+            (false, false) => (ITEMS_32, HISTOGRAM_32, ONESWEEP_32),
+            (false, true) => (ITEMS_32_PAIRS, HISTOGRAM_32, ONESWEEP_PAIRS_32),
+            (true, false) => (ITEMS_64, HISTOGRAM_64, ONESWEEP_64),
+            (true, true) => (ITEMS_64_PAIRS, HISTOGRAM_64, ONESWEEP_PAIRS_64),
         }
     }
 
     /// Every sort kernel name.
-    pub const ALL: [&str; 6] = [
-        UPSWEEP_32,
-        DOWNSWEEP_32,
-        DOWNSWEEP_PAIRS_32,
-        UPSWEEP_64,
-        DOWNSWEEP_64,
-        DOWNSWEEP_PAIRS_64,
+    pub const ALL: [&str; 7] = [
+        HISTOGRAM_32,
+        HISTOGRAM_64,
+        OFFSETS,
+        ONESWEEP_32,
+        ONESWEEP_PAIRS_32,
+        ONESWEEP_64,
+        ONESWEEP_PAIRS_64,
     ];
+}
+
+/// The launch bounds of kernel entry `name`: `(threads per block, minimum
+/// blocks per multiprocessor)`, which the build writes into the PTX as
+/// `.maxntid` and `.minnctapersm` (what CUDA's `__launch_bounds__` writes;
+/// Rust has no attribute for them), so that the assembler keeps the
+/// kernel's registers low enough for that many blocks. `None`: no bounds.
+pub const fn launch_bounds(name: &str) -> Option<(u32, u32)> {
+    const fn eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let (narrow, wide) = (scan::MIN_BLOCKS_PER_SM_32, scan::MIN_BLOCKS_PER_SM_64);
+    let scans = [
+        (numeric::U32.scan, narrow),
+        (numeric::I32.scan, narrow),
+        (numeric::F32.scan, narrow),
+        (numeric::U64.scan, wide),
+        (numeric::I64.scan, wide),
+        (numeric::F64.scan, wide),
+    ];
+    let mut t = 0;
+    while t < scans.len() {
+        if eq(name, scans[t].0) {
+            return Some((scan::BLOCK, scans[t].1));
+        }
+        t += 1;
+    }
+    let sweeps = [
+        (sort::ONESWEEP_32, sort::MIN_BLOCKS_PER_SM_32),
+        (sort::ONESWEEP_PAIRS_32, sort::MIN_BLOCKS_PER_SM_32_PAIRS),
+        (sort::ONESWEEP_64, sort::MIN_BLOCKS_PER_SM_64),
+        (sort::ONESWEEP_PAIRS_64, sort::MIN_BLOCKS_PER_SM_64_PAIRS),
+    ];
+    let mut s = 0;
+    while s < sweeps.len() {
+        if eq(name, sweeps[s].0) {
+            return Some((BLOCK, sweeps[s].1));
+        }
+        s += 1;
+    }
+    None
 }
 
 /// Number of kernel entries in the PTX.
@@ -320,5 +434,31 @@ mod tests {
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);
         assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);
+        // Every count of a portion fits the look-back word's value bits.
+        for items in [
+            sort::ITEMS_32,
+            sort::ITEMS_32_PAIRS,
+            sort::ITEMS_64,
+            sort::ITEMS_64_PAIRS,
+        ] {
+            assert!(sort::portion_tiles(items) * sort::tile(items) <= sort::VALUE_MASK as usize);
+            assert!(sort::portion_tiles(items) >= 1);
+        }
+        assert_eq!(sort::FLAG_MASK & sort::VALUE_MASK, 0);
+        assert_eq!(sort::FLAG_MASK, sort::FLAG_PARTIAL | sort::FLAG_GLOBAL);
+        assert_eq!(
+            launch_bounds("rmm_scan_f64"),
+            Some((BLOCK, scan::MIN_BLOCKS_PER_SM_64))
+        );
+        assert_eq!(
+            launch_bounds("rmm_scan_f32"),
+            Some((BLOCK, scan::MIN_BLOCKS_PER_SM_32))
+        );
+        assert_eq!(
+            launch_bounds(sort::ONESWEEP_PAIRS_64),
+            Some((BLOCK, sort::MIN_BLOCKS_PER_SM_64_PAIRS))
+        );
+        assert_eq!(launch_bounds(sort::HISTOGRAM_32), None);
+        assert_eq!(ALL.iter().filter(|n| launch_bounds(n).is_some()).count(), 10);
     }
 }

@@ -499,6 +499,57 @@ pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
     }
 }
 
+/// `st.relaxed.gpu.global.u32`: the 32-bit [`store_relaxed_u64`].
+///
+/// # Safety
+/// `p` is a 4-byte aligned word of global memory that is only accessed
+/// atomically while the kernel runs.
+#[inline(always)]
+pub unsafe fn store_relaxed_u32(p: *mut u32, v: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller guarantees `p`; the store touches only that word.
+    unsafe {
+        core::arch::asm!(
+            "st.relaxed.gpu.global.u32 [{p}], {v};",
+            p = in(reg64) p as u64,
+            v = in(reg32) v,
+            options(nostack)
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p).store(v, core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// `ld.relaxed.gpu.global.u32`: the 32-bit [`load_relaxed_u64`].
+///
+/// # Safety
+/// As [`store_relaxed_u32`].
+#[inline(always)]
+pub unsafe fn load_relaxed_u32(p: *const u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: the caller guarantees `p`; the load touches only that word.
+        unsafe {
+            core::arch::asm!(
+                "ld.relaxed.gpu.global.u32 {v}, [{p}];",
+                v = out(reg32) v,
+                p = in(reg64) p as u64,
+                options(nostack)
+            );
+        }
+        v
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(p as *mut u32).load(core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// `st.release.gpu.global.u32`: stores `v` after every earlier memory access
 /// of this thread is visible at GPU scope (a release store: a reader whose
 /// [`load_acquire_u32`] sees `v` also sees those accesses).

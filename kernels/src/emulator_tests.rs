@@ -14,8 +14,8 @@ use crate::reduce::reduce_impl;
 use crate::scan::{look_back, scan_impl, Shared, TileState, EXCHANGE_BYTES, TILE, WARP_TOTALS_BYTES};
 use crate::sequence::sequence_impl;
 use crate::sort::{
-    downsweep, upsweep, DownShared, SortKey, BLOCK, ITEMS_32, ITEMS_32_PAIRS, ITEMS_64, ITEMS_64_PAIRS,
-    MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX, UP_BATCH,
+    histogram, histogram_words, offsets, onesweep, SortKey, SweepShared, BLOCK, ITEMS_32, ITEMS_32_PAIRS,
+    ITEMS_64, ITEMS_64_PAIRS, MODE_DESCENDING, MODE_FLOAT, MODE_SIGNED, RADIX,
 };
 
 /// A raw pointer that may cross into the emulated threads.
@@ -116,13 +116,16 @@ fn reference<T: Num>(data: &[T], mode: u32) -> Vec<T> {
         .collect()
 }
 
-/// The host's radix sort: upsweep, scan, downsweep per pass, at most
-/// `resident` blocks.
+/// The host's onesweep radix sort: the histogram (3 blocks), the offsets,
+/// then per pass one onesweep launch per portion of `portion_tiles` tiles
+/// with up to `resident` blocks running at once (blocks really wait on each
+/// other's look-back words).
 fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
     keys: &mut [K],
     mut vals: Option<&mut [u32]>,
     mode: u32,
-    resident: usize,
+    resident: u32,
+    portion_tiles: usize,
 ) {
     let n = keys.len();
     if n == 0 {
@@ -130,11 +133,13 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
     }
     let tile = BLOCK * ITEMS;
     let tiles = n.div_ceil(tile);
-    let per_block = tiles.div_ceil(resident);
-    let grid = tiles.div_ceil(per_block);
+    let portions = tiles.div_ceil(portion_tiles);
+    let passes = core::mem::size_of::<K>();
     let mut alt = std::vec![K::default(); n];
     let mut alt_v = std::vec![0u32; n];
-    let mut counts = std::vec![0xDEADu32; RADIX * grid];
+    let mut hist = std::vec![0u32; passes * RADIX];
+    let stride = (portions + 1) * RADIX;
+    let mut bases = std::vec![0xDEADu32; passes * stride];
     let kp = P::of(keys.as_ptr());
     let ap = P::of(alt.as_mut_ptr());
     let vp = P::of(
@@ -143,67 +148,85 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
             .unwrap_or(core::ptr::null()),
     );
     let avp = P::of(alt_v.as_mut_ptr());
-    let cp = P::of(counts.as_mut_ptr());
+    let hp = P::of(hist.as_mut_ptr());
+    let bp = P::of(bases.as_mut_ptr());
     let pairs = vals.is_some();
-    let key_bytes = core::mem::size_of::<K>();
-    for pass in 0..key_bytes as u32 {
+    // SAFETY: buffers sized as the kernels require.
+    launch(3, BLOCK as u32, || unsafe {
+        let h = crate::shared_bytes!(rmm_radix_hist, histogram_words(passes) * 4) as *mut u32;
+        if passes == 4 {
+            histogram::<K, 4>(kp.get(), n, mode, hp.get(), h)
+        } else {
+            histogram::<K, 8>(kp.get(), n, mode, hp.get(), h)
+        }
+    });
+    // SAFETY: `hist` holds passes * RADIX words, `bases` passes * stride.
+    launch(passes as u32, BLOCK as u32, || unsafe {
+        let wt = crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32;
+        offsets(hp.get(), bp.get(), stride, wt)
+    });
+    for pass in 0..passes {
         let (src, dst, vsrc, vdst) = match pass {
             0 => (kp, ap, vp, avp),
             p if p % 2 == 1 => (ap, kp, avp, vp),
             _ => (kp, ap, vp, avp),
         };
-        let shift = pass * 8;
-        // SAFETY: buffers sized as the kernels require.
-        launch(grid as u32, BLOCK as u32, || unsafe {
-            let h = crate::shared_bytes!(rmm_radix_hist, 8 * RADIX * 4) as *mut u32;
-            upsweep::<K, UP_BATCH>(src.get(), n, shift, mode, per_block * tile, cp.get(), h)
-        });
-        // SAFETY: `counts` holds RADIX * grid words.
-        scan_in_place(
-            unsafe { core::slice::from_raw_parts_mut(cp.get::<u32>(), RADIX * grid) },
-            0,
-            0,
-        );
-        let shared = || DownShared::<K> {
-            keys: crate::shared_bytes!(rmm_radix_keys, tile * key_bytes) as *mut K,
-            vals: crate::shared_bytes!(rmm_radix_vals, tile * 4) as *mut u32,
-            warp_counts: crate::shared_bytes!(rmm_radix_counts, 8 * RADIX * 4) as *mut u32,
-            digit_start: crate::shared_bytes!(rmm_radix_start, RADIX * 4) as *mut u32,
-            global: crate::shared_bytes!(rmm_radix_global, RADIX * 4) as *mut u32,
-            warp_totals: crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32,
-        };
-        // SAFETY: as above.
-        launch(grid as u32, BLOCK as u32, || unsafe {
-            if pairs {
-                downsweep::<K, ITEMS, true>(
-                    src.get(),
-                    dst.get(),
-                    vsrc.get(),
-                    vdst.get(),
-                    n,
-                    shift,
-                    mode,
-                    per_block,
-                    cp.get(),
-                    shared(),
-                )
-            } else {
-                downsweep::<K, ITEMS, false>(
-                    src.get(),
-                    dst.get(),
-                    core::ptr::null(),
-                    core::ptr::null_mut(),
-                    n,
-                    shift,
-                    mode,
-                    per_block,
-                    cp.get(),
-                    shared(),
-                )
-            }
-        });
+        let shift = pass as u32 * 8;
+        for q in 0..portions {
+            let first = q * portion_tiles;
+            let count = portion_tiles.min(tiles - first);
+            let mut state = std::vec![0u32; kernel_abi::sort::state_words(count)];
+            let sp = P::of(state.as_mut_ptr());
+            let b_in = P::of(bases[pass * stride + q * RADIX..].as_ptr());
+            let b_out = P::of(bases[pass * stride + (q + 1) * RADIX..].as_ptr());
+            let shared = || SweepShared::<K> {
+                keys: crate::shared_bytes!(rmm_radix_keys, tile * passes) as *mut K,
+                vals: crate::shared_bytes!(rmm_radix_vals, tile * 4) as *mut u32,
+                warp_counts: crate::shared_bytes!(rmm_radix_counts, 8 * RADIX * 4) as *mut u32,
+                global: crate::shared_bytes!(rmm_radix_global, RADIX * 4) as *mut u32,
+                warp_totals: crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32,
+                tile: crate::shared_bytes!(rmm_radix_tile, 4) as *mut u32,
+            };
+            // SAFETY: as above; `state` is zero and this launch's own.
+            launch_concurrent(count as u32, BLOCK as u32, resident, || unsafe {
+                if pairs {
+                    onesweep::<K, ITEMS, true>(
+                        src.get(),
+                        dst.get(),
+                        vsrc.get(),
+                        vdst.get(),
+                        n,
+                        first,
+                        shift,
+                        mode,
+                        sp.get(),
+                        b_in.get(),
+                        b_out.get(),
+                        shared(),
+                    )
+                } else {
+                    onesweep::<K, ITEMS, false>(
+                        src.get(),
+                        dst.get(),
+                        core::ptr::null(),
+                        core::ptr::null_mut(),
+                        n,
+                        first,
+                        shift,
+                        mode,
+                        sp.get(),
+                        b_in.get(),
+                        b_out.get(),
+                        shared(),
+                    )
+                }
+            });
+        }
     }
 }
+
+/// Portion size (in tiles) larger than any test input: one onesweep launch per pass.
+const ONE_PORTION: usize = 1 << 20;
 
 #[test]
 fn radix_sort_u32_keys_several_blocks_and_partial_tiles() {
@@ -212,7 +235,7 @@ fn radix_sort_u32_keys_several_blocks_and_partial_tiles() {
     let mut keys: Vec<u32> = (0..30_001).map(|_| r.next() as u32).collect();
     let mut want = keys.clone();
     want.sort();
-    radix_sort::<u32, ITEMS_32>(&mut keys, None, 0, 2);
+    radix_sort::<u32, ITEMS_32>(&mut keys, None, 0, 2, ONE_PORTION);
     assert!(keys == want, "u32 keys not sorted");
 }
 
@@ -232,7 +255,7 @@ fn radix_sort_pairs_are_stable_both_orders() {
         let mode = MODE_SIGNED | if desc { MODE_DESCENDING } else { 0 };
         // SAFETY: i32 and u32 have the same layout.
         let k32 = unsafe { core::slice::from_raw_parts_mut(keys.as_mut_ptr() as *mut u32, keys.len()) };
-        radix_sort::<u32, ITEMS_32_PAIRS>(k32, Some(&mut vals), mode, 3);
+        radix_sort::<u32, ITEMS_32_PAIRS>(k32, Some(&mut vals), mode, 3, ONE_PORTION);
         let got: Vec<(i32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         assert!(got == want, "pairs (descending = {desc}) differ");
     }
@@ -271,7 +294,7 @@ fn radix_sort_float_total_order() {
             want.sort_by(|a, b| a.total_cmp(b));
         }
         let mode = MODE_FLOAT | if desc { MODE_DESCENDING } else { 0 };
-        radix_sort::<u32, ITEMS_32>(&mut bits, None, mode, 2);
+        radix_sort::<u32, ITEMS_32>(&mut bits, None, mode, 2, ONE_PORTION);
         let want_bits: Vec<u32> = want.iter().map(|f| f.to_bits()).collect();
         assert!(bits == want_bits, "float order (descending = {desc})");
     }
@@ -284,7 +307,7 @@ fn radix_sort_64_bit_keys_and_pairs() {
     let mut vals: Vec<u32> = (0..keys.len() as u32).collect();
     let mut want: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
     want.sort_by_key(|p| p.0);
-    radix_sort::<u64, ITEMS_64_PAIRS>(&mut keys, Some(&mut vals), 0, 2);
+    radix_sort::<u64, ITEMS_64_PAIRS>(&mut keys, Some(&mut vals), 0, 2, ONE_PORTION);
     let got: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
     assert!(got == want, "u64 pairs");
 
@@ -294,7 +317,7 @@ fn radix_sort_64_bit_keys_and_pairs() {
     f[8] = f64::NAN.to_bits();
     let mut want: Vec<f64> = f.iter().map(|b| f64::from_bits(*b)).collect();
     want.sort_by(|a, b| b.total_cmp(a));
-    radix_sort::<u64, ITEMS_64>(&mut f, None, MODE_FLOAT | MODE_DESCENDING, 1);
+    radix_sort::<u64, ITEMS_64>(&mut f, None, MODE_FLOAT | MODE_DESCENDING, 1, ONE_PORTION);
     let want_bits: Vec<u64> = want.iter().map(|x| x.to_bits()).collect();
     assert!(f == want_bits, "f64 descending");
 }
@@ -307,9 +330,71 @@ fn radix_sort_tiny_inputs() {
         let mut vals: Vec<u32> = (0..n as u32).collect();
         let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         want.sort_by_key(|p| p.0);
-        radix_sort::<u32, ITEMS_32_PAIRS>(&mut keys, Some(&mut vals), 0, 4);
+        radix_sort::<u32, ITEMS_32_PAIRS>(&mut keys, Some(&mut vals), 0, 4, ONE_PORTION);
         let got: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         assert!(got == want, "n = {n}");
+    }
+}
+
+#[test]
+fn radix_sort_portions_hand_digit_offsets_on() {
+    // 5 tiles of 6144 (the last partial) in portions of 2, 1 and 4 tiles:
+    // each portion's last tile hands the next portion its digits' starts.
+    let mut r = Rng(11);
+    let base: Vec<u32> = (0..30_001).map(|_| r.next() as u32).collect();
+    let mut want = base.clone();
+    want.sort();
+    for portion in [2usize, 1, 4] {
+        let mut keys = base.clone();
+        radix_sort::<u32, ITEMS_32>(&mut keys, None, 0, 3, portion);
+        assert!(keys == want, "portions of {portion} tiles");
+    }
+    // 64-bit pairs, 3 tiles of 2048 in portions of one tile, stable.
+    let mut keys: Vec<u64> = (0..5_000).map(|_| r.next() % 97).collect();
+    let mut vals: Vec<u32> = (0..keys.len() as u32).collect();
+    let mut want: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
+    want.sort_by_key(|p| p.0);
+    radix_sort::<u64, ITEMS_64_PAIRS>(&mut keys, Some(&mut vals), 0, 2, 1);
+    let got: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
+    assert!(got == want, "u64 pairs in portions of one tile");
+}
+
+#[test]
+fn radix_sort_adversarial_inputs_stay_stable() {
+    // All keys equal, already sorted, reverse sorted, few distinct digits
+    // (every byte 0 or 0xff), with values to check stability, 4 tiles of
+    // 4096 running 4 at a time so that the look-backs really wait.
+    let n = 4 * 4096 - 7;
+    let mut r = Rng(12);
+    let inputs: [(&str, Vec<u32>); 4] = [
+        ("equal", std::vec![0x8000_0001; n]),
+        ("sorted", (0..n as u32).map(|i| i * 3).collect()),
+        ("reverse", (0..n as u32).rev().collect()),
+        (
+            "few digits",
+            (0..n)
+                .map(|_| {
+                    let b = r.next() as u32;
+                    (b & 0x0101_0101) * 0xff
+                })
+                .collect(),
+        ),
+    ];
+    for (what, input) in inputs {
+        for desc in [false, true] {
+            let mut keys = input.clone();
+            let mut vals: Vec<u32> = (0..n as u32).collect();
+            let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
+            if desc {
+                want.sort_by(|a, b| b.0.cmp(&a.0));
+            } else {
+                want.sort_by_key(|p| p.0);
+            }
+            let mode = if desc { MODE_DESCENDING } else { 0 };
+            radix_sort::<u32, ITEMS_32_PAIRS>(&mut keys, Some(&mut vals), mode, 4, ONE_PORTION);
+            let got: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
+            assert!(got == want, "{what} (descending = {desc})");
+        }
     }
 }
 

@@ -362,9 +362,8 @@ pub unsafe fn scan_impl<T: Num>(
             k += 1;
         }
     }
-    let mut k = 0;
     let mut sum = T::ZERO;
-    k = 0;
+    let mut k = 0;
     while k < ITEMS {
         sum = sum.add(v[k]);
         k += 1;
