@@ -27,12 +27,16 @@
 //! pass (the counts must fit 30 bits): the last tile of a portion writes
 //! the digits' next output positions for the next portion.
 //!
-//! Two rankings measured slower on an H200 (2^28 `u32` keys, 3 blocks per
-//! multiprocessor, same runs): counting each warp's digits first (CUB's
-//! "early counts") so that each key could go to shared memory as soon as it
-//! is ranked, 30.8 against 34.4 Gkeys/s, although it spilled no registers;
-//! and keeping two 16-bit ranks per register with the digits recomputed,
-//! 30.9 against 34.2.
+//! Three rankings measured slower on an H200 (2^28 `u32` keys, 3 blocks per
+//! multiprocessor; this one ran at 34.2 to 34.4 Gkeys/s in two calls):
+//! counting each warp's digits first (CUB's "early counts") so that each
+//! key could go to shared memory as soon as it is ranked, 30.8, although it
+//! spilled no registers; keeping two 16-bit ranks per register with the
+//! digits recomputed, 30.9 (same call as 34.2); and finding a digit's peers
+//! through a shared-memory mask word per digit (`red.shared.or`, a warp
+//! barrier, one load) instead of 8 ballots, 31.8 (more spills; a later
+//! call). The look-back's `nanosleep` made no difference (31.6 without, in
+//! that call).
 //!
 //! Stability: inside a tile a key's rank orders equal digits by input
 //! position (warp-major, then item, then lane, which is the position order
