@@ -20,8 +20,8 @@
 //!    touch 32 sectors: 0.75 TB/s on an H200, a quarter of its bandwidth;
 //! 3. tile 0 publishes its aggregate as its inclusive prefix; every other
 //!    tile publishes it as an aggregate, then warp 0 looks back over the
-//!    predecessors' descriptors, [`LOOKBACK_DEPTH`] windows of
-//!    [`LOOKBACK_WINDOW`] at a time (each lane loads one of each window),
+//!    predecessors' descriptors, a window of [`LOOKBACK_WINDOW`] at a
+//!    time (each lane loads one),
 //!    adding aggregates up to the nearest inclusive prefix; it publishes its
 //!    own inclusive prefix (exclusive prefix + aggregate);
 //! 4. the block writes its outputs from the exclusive prefix.
@@ -194,21 +194,18 @@ impl TileState {
     }
 }
 
-/// Windows of [`LOOKBACK_WINDOW`] descriptors one look-back round reads at
-/// once (each lane loads one descriptor of each, all in flight together).
-///
-/// One, measured: on an H200, 2^28 `u32` scanned at 1.08 TB/s with one
-/// window per round, 0.93 TB/s with two and 0.86 TB/s with four (the same
-/// run): waiting for every descriptor of a deeper round, and the extra
-/// polling traffic, cost more than the round trips they saved.
-pub const LOOKBACK_DEPTH: usize = 1;
-
 /// The exclusive prefix of `tile` (`>= 1`): the sum of every earlier tile,
 /// from their descriptors. Every lane of one warp calls it; in each round
-/// lane `l` reads the descriptors of tiles `end - 1 - l - 32 d` for
-/// `d < LOOKBACK_DEPTH`, waiting until every one read is published; the
-/// windows are summed nearest first, up to the nearest inclusive prefix;
-/// without one the round moves `LOOKBACK_DEPTH` windows back.
+/// lane `l` reads the descriptor of tile `end - 1 - l` (one window of
+/// [`LOOKBACK_WINDOW`] tiles), waiting until every one read is published;
+/// the window is summed up to the nearest inclusive prefix; without one the
+/// round moves a window back.
+///
+/// One window per round, measured: on an H200, 2^28 `u32` scanned at
+/// 1.08 TB/s with one window per round, 0.93 TB/s with two and 0.86 TB/s
+/// with four, all in flight together (the same run): waiting for every
+/// descriptor of a deeper round, and the extra polling traffic, cost more
+/// than the round trips they saved.
 ///
 /// # Safety
 /// As [`TileState::publish`]; tiles `0..tile` were taken from the counter
@@ -219,46 +216,33 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
     let mut prefix = T::ZERO;
     let mut end = tile;
     loop {
-        let mut status = [STATUS_PREFIX; LOOKBACK_DEPTH];
-        let mut value = [T::ZERO; LOOKBACK_DEPTH];
-        loop {
-            let mut waiting = false;
-            let mut d = 0;
-            while d < LOOKBACK_DEPTH {
-                // A lane past tile 0 acts as an inclusive prefix of 0 (tile
-                // 0 always publishes a prefix, so no sum reaches past it).
-                let back = lane + d * LOOKBACK_WINDOW;
-                if back < end {
-                    // SAFETY: `end - 1 - back < tile < tiles`.
-                    let (s, v) = unsafe { state.load::<T>(end - 1 - back) };
-                    status[d] = s;
-                    value[d] = v;
-                    waiting |= s == STATUS_INVALID;
-                }
-                d += 1;
-            }
-            if ballot(waiting) == 0 {
-                break;
+        // A lane past tile 0 acts as an inclusive prefix of 0 (tile 0 always
+        // publishes a prefix, so no sum reaches past it).
+        let (status, value) = loop {
+            let read = if lane < end {
+                // SAFETY: `end - 1 - lane < tile < tiles`.
+                unsafe { state.load::<T>(end - 1 - lane) }
+            } else {
+                (STATUS_PREFIX, T::ZERO)
+            };
+            if ballot(read.0 == STATUS_INVALID) == 0 {
+                break read;
             }
             back_off(64);
+        };
+        let prefixes = ballot(status == STATUS_PREFIX);
+        // Lanes up to the nearest inclusive prefix (all when there is none).
+        let take = if prefixes == 0 {
+            LOOKBACK_WINDOW
+        } else {
+            prefixes.trailing_zeros() as usize + 1
+        };
+        let part = if lane < take { value } else { T::ZERO };
+        prefix = warp_reduce(part, |a: T, b: T| a.add(b)).add(prefix);
+        if prefixes != 0 {
+            return prefix;
         }
-        let mut d = 0;
-        while d < LOOKBACK_DEPTH {
-            let prefixes = ballot(status[d] == STATUS_PREFIX);
-            // Lanes up to the nearest inclusive prefix (all when there is none).
-            let take = if prefixes == 0 {
-                LOOKBACK_WINDOW
-            } else {
-                prefixes.trailing_zeros() as usize + 1
-            };
-            let part = if lane < take { value[d] } else { T::ZERO };
-            prefix = warp_reduce(part, |a: T, b: T| a.add(b)).add(prefix);
-            if prefixes != 0 {
-                return prefix;
-            }
-            d += 1;
-        }
-        end -= LOOKBACK_DEPTH * LOOKBACK_WINDOW;
+        end -= LOOKBACK_WINDOW;
     }
 }
 
