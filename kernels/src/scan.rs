@@ -57,7 +57,7 @@ const _: () = assert!(LOOKBACK_WINDOW == 32, "one look-back lane per predecessor
 /// `(exclusive prefix, block total)`.
 ///
 /// The block's warp count is a constant (the loop over the warps' totals
-/// unrolls; the sort's downsweep, whose blocks have 8 warps, slowed from
+/// unrolls; the radix sort, then a downsweep with 8-warp blocks, slowed from
 /// 27 to 19 Gkeys/s when it was read from `blockDim` instead).
 ///
 /// # Safety
