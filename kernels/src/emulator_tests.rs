@@ -248,9 +248,9 @@ fn radix_sort_pairs_are_stable_both_orders() {
         let mut vals: Vec<u32> = (0..keys.len() as u32).collect();
         let mut want: Vec<(i32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
         if desc {
-            want.sort_by(|a, b| b.0.cmp(&a.0));
+            want.sort_by_key(|p| core::cmp::Reverse(p.0));
         } else {
-            want.sort_by(|a, b| a.0.cmp(&b.0));
+            want.sort_by_key(|p| p.0);
         }
         let mode = MODE_SIGNED | if desc { MODE_DESCENDING } else { 0 };
         // SAFETY: i32 and u32 have the same layout.
@@ -386,7 +386,7 @@ fn radix_sort_adversarial_inputs_stay_stable() {
             let mut vals: Vec<u32> = (0..n as u32).collect();
             let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
             if desc {
-                want.sort_by(|a, b| b.0.cmp(&a.0));
+                want.sort_by_key(|p| core::cmp::Reverse(p.0));
             } else {
                 want.sort_by_key(|p| p.0);
             }
@@ -724,16 +724,16 @@ fn reductions_fold_vectors_heads_and_tails_at_every_alignment() {
     for offset in 0..4 {
         for n in [1usize, 2, 3, 4, 5, 7, 9, 17, 64, 1029] {
             let v = &backing32[offset..offset + n];
-            let sum = reduce_on_emulator(v, 0u32, |a, b| Num::add(a, b), 2);
+            let sum = reduce_on_emulator(v, 0u32, Num::add, 2);
             assert_eq!(
                 sum,
                 v.iter().fold(0u32, |a, &b| a.wrapping_add(b)),
                 "u32 sum +{offset} n={n}"
             );
-            let lo = reduce_on_emulator(v, u32::MAX, |a, b| Num::min(a, b), 2);
+            let lo = reduce_on_emulator(v, u32::MAX, Num::min, 2);
             assert_eq!(lo, *v.iter().min().unwrap(), "u32 min +{offset} n={n}");
             let f = &floats32[offset..offset + n];
-            let hi = reduce_on_emulator(f, f32::NAN, |a, b| Num::max(a, b), 1);
+            let hi = reduce_on_emulator(f, f32::NAN, Num::max, 1);
             assert_eq!(
                 hi,
                 f.iter().copied().fold(f32::NAN, f32::max),
@@ -744,14 +744,14 @@ fn reductions_fold_vectors_heads_and_tails_at_every_alignment() {
     for offset in 0..2 {
         for n in [1usize, 2, 3, 5, 33, 517] {
             let v = &backing64[offset..offset + n];
-            let sum = reduce_on_emulator(v, 0u64, |a, b| Num::add(a, b), 2);
+            let sum = reduce_on_emulator(v, 0u64, Num::add, 2);
             assert_eq!(
                 sum,
                 v.iter().fold(0u64, |a, &b| a.wrapping_add(b)),
                 "u64 sum +{offset} n={n}"
             );
             let f = &floats64[offset..offset + n];
-            let lo = reduce_on_emulator(f, f64::NAN, |a, b| Num::min(a, b), 2);
+            let lo = reduce_on_emulator(f, f64::NAN, Num::min, 2);
             assert_eq!(
                 lo,
                 f.iter().copied().fold(f64::NAN, f64::min),
