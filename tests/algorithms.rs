@@ -576,6 +576,33 @@ fn ptx_kernels_use_no_local_memory_and_declare_shared_once() {
     }
 }
 
+/// Every entry carries exactly the launch bounds `kernel_abi::launch_bounds`
+/// gives it (`.maxntid` and `.minnctapersm` between its parameters and its
+/// body), and no other entry has any: the register budgets the scan and
+/// the sort were measured with.
+#[test]
+fn ptx_launch_bounds_match_kernel_abi() {
+    use rmm_suite::kernel_abi;
+    for (name, body) in entries(rmm_suite::kernels::PTX) {
+        let head = &body[..body.find('{').expect("entry body")];
+        let value = |directive: &str| -> Option<u32> {
+            let at = head.find(directive)?;
+            let digits: String = head[at + directive.len()..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            Some(digits.parse().expect("a number after the directive"))
+        };
+        let got = match (value(".maxntid"), value(".minnctapersm")) {
+            (None, None) => None,
+            (Some(t), Some(b)) => Some((t, b)),
+            other => panic!("{name}: partial launch bounds {other:?}"),
+        };
+        assert_eq!(got, kernel_abi::launch_bounds(&name), "launch bounds of {name}");
+    }
+}
+
 #[test]
 fn ptx_radix_kernels_use_warp_votes_and_shared_memory() {
     let all = entries(rmm_suite::kernels::PTX);
