@@ -446,163 +446,112 @@ pub unsafe fn atomic_add_u32(p: *mut u32, v: u32) -> u32 {
     }
 }
 
-/// `st.relaxed.gpu.global.u64`: a single-copy atomic store that other blocks
-/// see without a fence (no ordering of earlier accesses).
-///
-/// # Safety
-/// `p` is an 8-byte aligned word of global memory that is only accessed
-/// atomically (these functions) while the kernel runs.
-#[inline(always)]
-pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller guarantees `p`; the store touches only that word.
-    unsafe {
-        core::arch::asm!(
-            "st.relaxed.gpu.global.u64 [{p}], {v};",
-            p = in(reg64) p as u64,
-            v = in(reg64) v,
-            options(nostack)
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU64::from_ptr(p).store(v, core::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// `ld.relaxed.gpu.global.u64`: a single-copy atomic load that bypasses
-/// stale copies in the SM's L1 (what a `volatile` load is used for in CUDA C++).
-///
-/// # Safety
-/// As [`store_relaxed_u64`].
-#[inline(always)]
-pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let v: u64;
-        // SAFETY: the caller guarantees `p`; the load touches only that word.
-        unsafe {
-            core::arch::asm!(
-                "ld.relaxed.gpu.global.u64 {v}, [{p}];",
-                v = out(reg64) v,
-                p = in(reg64) p as u64,
-                options(nostack)
-            );
+/// A store to a global word that other blocks read while the kernel runs:
+/// `$ptx` (`st.<ordering>.gpu.global.<type>`) on the GPU, the atomic store
+/// of `$ordering` on the host emulator.
+macro_rules! global_store {
+    ($(#[$doc:meta])* $name:ident: $t:ty, $atomic:ident, $reg:ident, $ptx:literal, $ordering:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub unsafe fn $name(p: *mut $t, v: $t) {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: the caller guarantees `p`; the store touches only that word.
+            unsafe {
+                core::arch::asm!(
+                    concat!($ptx, " [{p}], {v};"),
+                    p = in(reg64) p as u64,
+                    v = in($reg) v,
+                    options(nostack)
+                );
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+            unsafe {
+                core::sync::atomic::$atomic::from_ptr(p).store(v, core::sync::atomic::Ordering::$ordering)
+            }
         }
-        v
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU64::from_ptr(p as *mut u64).load(core::sync::atomic::Ordering::Relaxed)
-    }
+    };
 }
 
-/// `st.relaxed.gpu.global.u32`: the 32-bit [`store_relaxed_u64`].
-///
-/// # Safety
-/// `p` is a 4-byte aligned word of global memory that is only accessed
-/// atomically while the kernel runs.
-#[inline(always)]
-pub unsafe fn store_relaxed_u32(p: *mut u32, v: u32) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller guarantees `p`; the store touches only that word.
-    unsafe {
-        core::arch::asm!(
-            "st.relaxed.gpu.global.u32 [{p}], {v};",
-            p = in(reg64) p as u64,
-            v = in(reg32) v,
-            options(nostack)
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU32::from_ptr(p).store(v, core::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// `ld.relaxed.gpu.global.u32`: the 32-bit [`load_relaxed_u64`].
-///
-/// # Safety
-/// As [`store_relaxed_u32`].
-#[inline(always)]
-pub unsafe fn load_relaxed_u32(p: *const u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let v: u32;
-        // SAFETY: the caller guarantees `p`; the load touches only that word.
-        unsafe {
-            core::arch::asm!(
-                "ld.relaxed.gpu.global.u32 {v}, [{p}];",
-                v = out(reg32) v,
-                p = in(reg64) p as u64,
-                options(nostack)
-            );
+/// The load twin of `global_store!`.
+macro_rules! global_load {
+    ($(#[$doc:meta])* $name:ident: $t:ty, $atomic:ident, $reg:ident, $ptx:literal, $ordering:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub unsafe fn $name(p: *const $t) -> $t {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let v: $t;
+                // SAFETY: the caller guarantees `p`; the load touches only that word.
+                unsafe {
+                    core::arch::asm!(
+                        concat!($ptx, " {v}, [{p}];"),
+                        v = out($reg) v,
+                        p = in(reg64) p as u64,
+                        options(nostack)
+                    );
+                }
+                v
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            // SAFETY: the caller guarantees a live, aligned word accessed atomically.
+            unsafe {
+                core::sync::atomic::$atomic::from_ptr(p as *mut $t).load(core::sync::atomic::Ordering::$ordering)
+            }
         }
-        v
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU32::from_ptr(p as *mut u32).load(core::sync::atomic::Ordering::Relaxed)
-    }
+    };
 }
 
-/// `st.release.gpu.global.u32`: stores `v` after every earlier memory access
-/// of this thread is visible at GPU scope (a release store: a reader whose
-/// [`load_acquire_u32`] sees `v` also sees those accesses).
-///
-/// # Safety
-/// `p` is a 4-byte aligned word of global memory that is only accessed
-/// atomically while the kernel runs.
-#[inline(always)]
-pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller guarantees `p`; the store touches only that word.
-    unsafe {
-        core::arch::asm!(
-            "st.release.gpu.global.u32 [{p}], {v};",
-            p = in(reg64) p as u64,
-            v = in(reg32) v,
-            options(nostack)
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU32::from_ptr(p).store(v, core::sync::atomic::Ordering::Release)
-    }
-}
-
-/// `ld.acquire.gpu.global.u32`: loads the word at `p`; accesses of this
-/// thread after it happen after it (pairs with [`store_release_u32`]).
-///
-/// # Safety
-/// As [`store_release_u32`].
-#[inline(always)]
-pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let v: u32;
-        // SAFETY: the caller guarantees `p`; the load touches only that word.
-        unsafe {
-            core::arch::asm!(
-                "ld.acquire.gpu.global.u32 {v}, [{p}];",
-                v = out(reg32) v,
-                p = in(reg64) p as u64,
-                options(nostack)
-            );
-        }
-        v
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a live, aligned word accessed atomically.
-    unsafe {
-        core::sync::atomic::AtomicU32::from_ptr(p as *mut u32).load(core::sync::atomic::Ordering::Acquire)
-    }
-}
+global_store!(
+    /// `st.relaxed.gpu.global.u64`: a single-copy atomic store that other
+    /// blocks see without a fence (no ordering of earlier accesses).
+    ///
+    /// # Safety
+    /// `p` is an 8-byte aligned word of global memory that is only accessed
+    /// atomically (these functions) while the kernel runs.
+    store_relaxed_u64: u64, AtomicU64, reg64, "st.relaxed.gpu.global.u64", Relaxed
+);
+global_load!(
+    /// `ld.relaxed.gpu.global.u64`: a single-copy atomic load that bypasses
+    /// stale copies in the SM's L1 (what a `volatile` load is used for in CUDA C++).
+    ///
+    /// # Safety
+    /// As [`store_relaxed_u64`].
+    load_relaxed_u64: u64, AtomicU64, reg64, "ld.relaxed.gpu.global.u64", Relaxed
+);
+global_store!(
+    /// `st.relaxed.gpu.global.u32`: the 32-bit [`store_relaxed_u64`].
+    ///
+    /// # Safety
+    /// `p` is a 4-byte aligned word of global memory that is only accessed
+    /// atomically while the kernel runs.
+    store_relaxed_u32: u32, AtomicU32, reg32, "st.relaxed.gpu.global.u32", Relaxed
+);
+global_load!(
+    /// `ld.relaxed.gpu.global.u32`: the 32-bit [`load_relaxed_u64`].
+    ///
+    /// # Safety
+    /// As [`store_relaxed_u32`].
+    load_relaxed_u32: u32, AtomicU32, reg32, "ld.relaxed.gpu.global.u32", Relaxed
+);
+global_store!(
+    /// `st.release.gpu.global.u32`: stores `v` after every earlier memory
+    /// access of this thread is visible at GPU scope (a release store: a
+    /// reader whose [`load_acquire_u32`] sees `v` also sees those accesses).
+    ///
+    /// # Safety
+    /// `p` is a 4-byte aligned word of global memory that is only accessed
+    /// atomically while the kernel runs.
+    store_release_u32: u32, AtomicU32, reg32, "st.release.gpu.global.u32", Release
+);
+global_load!(
+    /// `ld.acquire.gpu.global.u32`: loads the word at `p`; accesses of this
+    /// thread after it happen after it (pairs with [`store_release_u32`]).
+    ///
+    /// # Safety
+    /// As [`store_release_u32`].
+    load_acquire_u32: u32, AtomicU32, reg32, "ld.acquire.gpu.global.u32", Acquire
+);
 
 /// Backs off for about `ns` nanoseconds while spinning on another block
 /// (`nanosleep.u32`, sm_70+), so the spinning warp leaves issue slots to the

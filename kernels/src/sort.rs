@@ -477,14 +477,15 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool>
     }
 }
 
-const HIST_BYTES: usize = WARPS * RADIX * 4;
+/// Shared bytes of the onesweep's per-warp digit counters.
+const WARP_COUNTS_BYTES: usize = WARPS * RADIX * 4;
 
 macro_rules! sweep_shared {
     ($k:ty, $key_bytes:expr, $val_bytes:expr) => {
         SweepShared::<$k> {
             keys: crate::shared_bytes!(rmm_radix_keys, $key_bytes) as *mut $k,
             vals: crate::shared_bytes!(rmm_radix_vals, $val_bytes) as *mut u32,
-            warp_counts: crate::shared_bytes!(rmm_radix_counts, HIST_BYTES) as *mut u32,
+            warp_counts: crate::shared_bytes!(rmm_radix_counts, WARP_COUNTS_BYTES) as *mut u32,
             global: crate::shared_bytes!(rmm_radix_global, RADIX * 4) as *mut u32,
             warp_totals: crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32,
             tile: crate::shared_bytes!(rmm_radix_tile, 4) as *mut u32,
