@@ -12,6 +12,9 @@
 //! Without a GPU it says so on stderr and exits 0.
 //!
 //! Run: `cargo bench --bench kernels` (or the built binary on the GPU machine).
+//! A filter argument keeps only the rows whose kernel name contains it
+//! (`cargo bench --bench kernels -- scan`; the built binary takes it the
+//! same way), for quick experiments on one kernel.
 
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
@@ -52,6 +55,16 @@ impl<'s> Timer<'s> {
             best = best.min(ms / 1e3);
         }
         Ok(best)
+    }
+}
+
+/// Whether the rows of `kernel` run: no filter argument, or the kernel's
+/// name contains it (arguments starting with `-`, such as cargo's `--bench`,
+/// are not filters).
+fn wanted(kernel: &str) -> bool {
+    match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(filter) => kernel.contains(filter.as_str()),
+        None => true,
     }
 }
 
@@ -192,6 +205,9 @@ fn bench_sort<K: BenchKey>(
     log_n: u32,
     pairs: bool,
 ) -> Res<()> {
+    if !wanted(if pairs { "sort_pairs" } else { "sort" }) {
+        return Ok(());
+    }
     let n = 1usize << log_n;
     let s = policy.stream();
     let host = K::keys(n, 42 + log_n as u64);
@@ -243,108 +259,129 @@ fn run() -> Res<()> {
     {
         let a = Buf::new(&mr, n * 4, stream)?;
         let mut b = Buf::new(&mr, n * 4, stream)?;
-        let sec = timer.best(20, || {
-            // SAFETY: `a` holds `n` u32.
-            unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
-            Ok(())
-        })?;
-        row("fill", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
-        let sec = timer.best(20, || {
-            // SAFETY: `a` and `b` hold `n` u32 each and are disjoint.
-            unsafe { copy::copy_raw::<u32>(b.ptr, a.ptr, n, stream)? };
-            Ok(())
-        })?;
-        row(
-            "copy",
-            "u32 n=2^28",
-            sec,
-            2.0 * n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
+        // The input of every later row, whichever rows the filter keeps.
+        // SAFETY: `a` holds `n` u32.
+        unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
+        if wanted("fill") {
+            let sec = timer.best(20, || {
+                // SAFETY: `a` holds `n` u32.
+                unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
+                Ok(())
+            })?;
+            row("fill", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
+        }
+        if wanted("copy") {
+            let sec = timer.best(20, || {
+                // SAFETY: `a` and `b` hold `n` u32 each and are disjoint.
+                unsafe { copy::copy_raw::<u32>(b.ptr, a.ptr, n, stream)? };
+                Ok(())
+            })?;
+            row(
+                "copy",
+                "u32 n=2^28",
+                sec,
+                2.0 * n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+        }
         // Project-only rows over the same buffers: the Rust copy kernel
         // beside the driver's copy (the default above).
-        let sec = timer.best(20, || {
-            // SAFETY: as above.
-            unsafe { copy::copy_bytes_kernel(b.ptr, a.ptr, n * 4, stream)? };
-            Ok(())
-        })?;
-        row(
-            "copy_kernel",
-            "u32 n=2^28",
-            sec,
-            2.0 * n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let sec = timer.best(20, || Ok(sequence::sequence::<u32>(b.span_mut(), 0, 1, &policy)?))?;
-        row("sequence", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
+        if wanted("copy_kernel") {
+            let sec = timer.best(20, || {
+                // SAFETY: as above.
+                unsafe { copy::copy_bytes_kernel(b.ptr, a.ptr, n * 4, stream)? };
+                Ok(())
+            })?;
+            row(
+                "copy_kernel",
+                "u32 n=2^28",
+                sec,
+                2.0 * n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+        }
+        if wanted("sequence") {
+            let sec = timer.best(20, || Ok(sequence::sequence::<u32>(b.span_mut(), 0, 1, &policy)?))?;
+            row("sequence", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
+        }
         // The anchor rows: the result stays on the device, as CuPy's
         // `sum()` and `max()` leave it; then the host-value API (a copy to
         // the host and a stream synchronisation more), project-only.
         let mut out = Buf::new(&mr, 256, stream)?;
-        let sec = timer.best(20, || {
-            Ok(reduce::sum_into::<u32>(a.span(), out.span_mut(), &policy)?)
-        })?;
-        row(
-            "reduce_sum",
-            "u32 n=2^28",
-            sec,
-            n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let got: Vec<u32> = out.download(1)?;
-        if got[0] != 7u32.wrapping_mul(n as u32) {
-            return Err(format!(
-                "reduce_sum: {} instead of {}",
-                got[0],
-                7u32.wrapping_mul(n as u32)
-            )
-            .into());
+        if wanted("reduce_sum") {
+            let sec = timer.best(20, || {
+                Ok(reduce::sum_into::<u32>(a.span(), out.span_mut(), &policy)?)
+            })?;
+            row(
+                "reduce_sum",
+                "u32 n=2^28",
+                sec,
+                n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+            let got: Vec<u32> = out.download(1)?;
+            if got[0] != 7u32.wrapping_mul(n as u32) {
+                return Err(format!(
+                    "reduce_sum: {} instead of {}",
+                    got[0],
+                    7u32.wrapping_mul(n as u32)
+                )
+                .into());
+            }
         }
-        let sec = timer.best(20, || {
-            Ok(reduce::max_into::<f32>(a.span(), out.span_mut(), &policy)?)
-        })?;
-        row(
-            "reduce_max",
-            "f32 n=2^28",
-            sec,
-            n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let sec = timer.best(20, || {
-            reduce::sum::<u32>(a.span(), &policy)?;
-            Ok(())
-        })?;
-        row(
-            "reduce_sum_host",
-            "u32 n=2^28",
-            sec,
-            n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let sec = timer.best(20, || {
-            reduce::max::<f32>(a.span(), &policy)?;
-            Ok(())
-        })?;
-        row(
-            "reduce_max_host",
-            "f32 n=2^28",
-            sec,
-            n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let sec = timer.best(20, || {
-            Ok(scan::exclusive_scan::<u32>(a.span(), b.span_mut(), &policy)?)
-        })?;
-        row(
-            "exclusive_scan",
-            "u32 n=2^28",
-            sec,
-            2.0 * n as f64 * 4.0 / sec / 1e9,
-            "GB/s",
-        );
-        let got: Vec<u32> = b.download(5)?;
-        if got != [0, 7, 14, 21, 28] {
-            return Err(format!("exclusive_scan of sevens gave {got:?}").into());
+        if wanted("reduce_max") {
+            let sec = timer.best(20, || {
+                Ok(reduce::max_into::<f32>(a.span(), out.span_mut(), &policy)?)
+            })?;
+            row(
+                "reduce_max",
+                "f32 n=2^28",
+                sec,
+                n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+        }
+        if wanted("reduce_sum_host") {
+            let sec = timer.best(20, || {
+                reduce::sum::<u32>(a.span(), &policy)?;
+                Ok(())
+            })?;
+            row(
+                "reduce_sum_host",
+                "u32 n=2^28",
+                sec,
+                n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+        }
+        if wanted("reduce_max_host") {
+            let sec = timer.best(20, || {
+                reduce::max::<f32>(a.span(), &policy)?;
+                Ok(())
+            })?;
+            row(
+                "reduce_max_host",
+                "f32 n=2^28",
+                sec,
+                n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+        }
+        if wanted("exclusive_scan") {
+            let sec = timer.best(20, || {
+                Ok(scan::exclusive_scan::<u32>(a.span(), b.span_mut(), &policy)?)
+            })?;
+            row(
+                "exclusive_scan",
+                "u32 n=2^28",
+                sec,
+                2.0 * n as f64 * 4.0 / sec / 1e9,
+                "GB/s",
+            );
+            let got: Vec<u32> = b.download(5)?;
+            if got != [0, 7, 14, 21, 28] {
+                return Err(format!("exclusive_scan of sevens gave {got:?}").into());
+            }
         }
     }
     {
@@ -353,19 +390,21 @@ fn run() -> Res<()> {
         let mut b = Buf::new(&mr, m * 8, stream)?;
         // SAFETY: `a` holds `m` u64.
         unsafe { fill::fill_raw::<u64>(a.ptr, m, 7, stream)? };
-        let sec = timer.best(20, || {
-            Ok(scan::exclusive_scan::<u64>(a.span(), b.span_mut(), &policy)?)
-        })?;
-        row(
-            "exclusive_scan",
-            "u64 n=2^27",
-            sec,
-            2.0 * m as f64 * 8.0 / sec / 1e9,
-            "GB/s",
-        );
-        let got: Vec<u64> = b.download(4)?;
-        if got != [0, 7, 14, 21] {
-            return Err(format!("exclusive_scan of u64 sevens gave {got:?}").into());
+        if wanted("exclusive_scan") {
+            let sec = timer.best(20, || {
+                Ok(scan::exclusive_scan::<u64>(a.span(), b.span_mut(), &policy)?)
+            })?;
+            row(
+                "exclusive_scan",
+                "u64 n=2^27",
+                sec,
+                2.0 * m as f64 * 8.0 / sec / 1e9,
+                "GB/s",
+            );
+            let got: Vec<u64> = b.download(4)?;
+            if got != [0, 7, 14, 21] {
+                return Err(format!("exclusive_scan of u64 sevens gave {got:?}").into());
+            }
         }
     }
 

@@ -31,7 +31,7 @@ pub(crate) enum Mode {
 
 /// Bytes of scratch a scan of `n` elements of `T` needs (its tile state).
 pub(crate) fn state_bytes_for<T>(n: usize) -> usize {
-    state_bytes(std::mem::size_of::<T>(), tiles(n))
+    state_bytes(std::mem::size_of::<T>(), tiles(std::mem::size_of::<T>(), n))
 }
 
 /// Scans `n >= 1` elements from `input` to `output` (which may be the same
@@ -55,7 +55,7 @@ pub(crate) unsafe fn scan_raw<T: Numeric>(
     state: DevicePtr,
     stream: CudaStreamView,
 ) -> Result<()> {
-    let t = tiles(n);
+    let t = tiles(std::mem::size_of::<T>(), n);
     let grid = u32::try_from(t)
         .ok()
         .filter(|&g| g <= i32::MAX as u32)

@@ -336,6 +336,9 @@ fn scans_every_type_and_size() {
         4095,
         4096,
         4097,
+        8191,
+        8192,
+        8193,
         (1 << 16) - 1,
         (1 << 16) + 1,
         100_003,
@@ -353,6 +356,56 @@ fn scans_every_type_and_size() {
             check_scan::<i64>(n, seed, in_place);
             check_scan::<f32>(n, seed, in_place);
             check_scan::<f64>(n, seed, in_place);
+        }
+    }
+}
+
+#[test]
+fn scans_of_misaligned_spans_match_aligned_ones() {
+    // Whole tiles of 16-byte aligned arrays move as 16-byte vectors, others
+    // element by element: spans that start 1 to 3 elements into an
+    // allocation take the second path, for the input, the output or both.
+    rmm::require_gpu!();
+    let (s, policy) = stream_and_policy();
+    let n = 3 * 8192 + 17;
+    let mut r = Rng(4242);
+    let host: Vec<u32> = (0..n + 3).map(|_| r.next() as u32).collect();
+    let host64: Vec<u64> = (0..n + 3).map(|_| r.next()).collect();
+    let input = DevVec::upload(&host, &s);
+    let input64 = DevVec::upload(&host64, &s);
+    for skip_in in 0..3 {
+        for skip_out in [0, 1] {
+            let src = &host[skip_in..skip_in + n];
+            let mut out = DevVec::<u32>::zeroed(n + 1, &s);
+            let span = input.span().subspan(skip_in..skip_in + n).unwrap();
+            scan::exclusive_scan(
+                span,
+                out.span_mut().subspan_mut(skip_out..skip_out + n).unwrap(),
+                &policy,
+            )
+            .unwrap();
+            let got = out.download(&s);
+            assert_eq!(
+                &got[skip_out..skip_out + n],
+                &cpu_scan(src, false)[..],
+                "u32 {skip_in} {skip_out}"
+            );
+
+            let src = &host64[skip_in..skip_in + n];
+            let mut out = DevVec::<u64>::zeroed(n + 1, &s);
+            let span = input64.span().subspan(skip_in..skip_in + n).unwrap();
+            scan::inclusive_scan(
+                span,
+                out.span_mut().subspan_mut(skip_out..skip_out + n).unwrap(),
+                &policy,
+            )
+            .unwrap();
+            let got = out.download(&s);
+            assert_eq!(
+                &got[skip_out..skip_out + n],
+                &cpu_scan(src, true)[..],
+                "u64 {skip_in} {skip_out}"
+            );
         }
     }
 }

@@ -123,30 +123,51 @@ pub mod numeric {
 /// |---|---|
 /// | 0 | the tile counter: a `u32` each block takes its tile index from |
 /// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 32-bit elements: one `u64` descriptor per tile, `status << 32 \| value bits` |
-/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 64-bit elements: one `u32` status per tile |
-/// | [`values_offset`](scan::values_offset) | 64-bit elements only: `tiles` aggregates, then `tiles` inclusive prefixes (`u64` bits, never need zeroing) |
+/// | [`HEADER_BYTES`](scan::HEADER_BYTES) | 64-bit elements: two `u64` words per tile, `status << 32 \| low 32 value bits` and `status << 32 \| high 32 value bits` |
+///
+/// Every word is written and read as one single-copy atomic access, so a
+/// reader sees a status together with the value bits it was published
+/// with; a 64-bit value counts as published once both of its words carry
+/// the same status.
 pub mod scan {
     /// Threads per block of the scan kernels: the other kernels'
-    /// [`BLOCK`](crate::BLOCK). On an H200, blocks of 128 threads (tiles
-    /// of 2048 elements, twice the blocks per multiprocessor) scanned 2^28
-    /// `u32` at 1.05 TB/s against 1.08 TB/s for 256 in the same run, and 24
-    /// elements per thread at 0.71 TB/s.
+    /// [`BLOCK`](crate::BLOCK). On an H200 (2^28 `u32`), 512-thread blocks
+    /// scanned 1.5% faster for 32-bit elements and 20% slower for 64-bit
+    /// ones (spills at their register budget).
     pub const BLOCK: u32 = crate::BLOCK;
     /// Blocks per multiprocessor the 32-bit scan kernels are compiled for:
     /// the build writes `.maxntid BLOCK` and `.minnctapersm` with this value
     /// into their PTX (what CUDA's `__launch_bounds__(BLOCK, N)` writes),
-    /// so the assembler keeps their registers low enough for that many (32
-    /// registers, a few spilled). On an H200, 2^28 `u32`: 1.13 TB/s with 4
-    /// blocks (55 registers), 1.42 with 6, 1.51 with 8 (one run).
-    pub const MIN_BLOCKS_PER_SM_32: u32 = 8;
-    /// The same for the 64-bit scan kernels: 2^27 `u64` ran at 1.45 TB/s
-    /// with 4 blocks (64 registers), 1.27 with 6 and 1.05 with 8, where
-    /// the spills grow to 336 bytes per thread (same run).
-    pub const MIN_BLOCKS_PER_SM_64: u32 = 4;
-    /// Consecutive elements per thread in a tile.
-    pub const ITEMS: usize = 16;
-    /// Elements per tile: [`BLOCK`] threads × [`ITEMS`].
-    pub const TILE: usize = BLOCK as usize * ITEMS;
+    /// so the assembler keeps their registers low enough for that many (40
+    /// registers, no spills). Six 32 KiB tiles also fill the shared memory.
+    /// On an H200, 2^28 `u32`: 3.0 TB/s; 8 blocks (32 registers, spills):
+    /// 2.65 TB/s (session 8 calls 3 to 5).
+    pub const MIN_BLOCKS_PER_SM_32: u32 = 6;
+    /// The same for the 64-bit scan kernels: 2^27 `u64` ran at 2.66 TB/s
+    /// with 6 blocks (40 registers, 24 bytes spilled), 2.49 with 5 (48
+    /// registers) and 2.13 with 4 (same run).
+    pub const MIN_BLOCKS_PER_SM_64: u32 = 6;
+    /// Consecutive 32-bit elements per thread in a tile (128 bytes). On an
+    /// H200, 2^28 `u32`: 2.25 TB/s with 16 (64 bytes per thread), 2.78 with
+    /// 32, before the look-back delays (session 8 call 2).
+    pub const ITEMS_32: usize = 32;
+    /// Consecutive 64-bit elements per thread in a tile (128 bytes; 32
+    /// elements, 256 bytes at 3 blocks per multiprocessor: 2.59 against
+    /// 2.69 TB/s).
+    pub const ITEMS_64: usize = 16;
+    /// Consecutive elements per thread in a tile of `element_bytes` (4 or 8)
+    /// elements.
+    pub const fn items(element_bytes: usize) -> usize {
+        if element_bytes == 4 {
+            ITEMS_32
+        } else {
+            ITEMS_64
+        }
+    }
+    /// Elements per tile: [`BLOCK`] threads × [`items`].
+    pub const fn tile(element_bytes: usize) -> usize {
+        BLOCK as usize * items(element_bytes)
+    }
     /// Mode bit: inclusive scan (`out[i]` includes `in[i]`); exclusive without it.
     pub const MODE_INCLUSIVE: u32 = 1;
 
@@ -163,9 +184,9 @@ pub mod scan {
     /// Bytes before the descriptors: the tile counter, padded.
     pub const HEADER_BYTES: usize = 256;
 
-    /// Tiles (and blocks) of a scan over `n` elements.
-    pub const fn tiles(n: usize) -> usize {
-        n.div_ceil(TILE)
+    /// Tiles (and blocks) of a scan over `n` elements of `element_bytes`.
+    pub const fn tiles(element_bytes: usize, n: usize) -> usize {
+        n.div_ceil(tile(element_bytes))
     }
 
     const fn round_up(x: usize, to: usize) -> usize {
@@ -173,26 +194,15 @@ pub mod scan {
     }
 
     /// Bytes at the start of the state that must be zero at launch (counter
-    /// and statuses) for `tiles` tiles of `element_bytes` (4 or 8) elements;
-    /// a multiple of 256.
+    /// and descriptors) for `tiles` tiles of `element_bytes` (4 or 8)
+    /// elements; a multiple of 256.
     pub const fn zeroed_bytes(element_bytes: usize, tiles: usize) -> usize {
-        let per_tile = if element_bytes == 4 { 8 } else { 4 };
-        round_up(HEADER_BYTES + per_tile * tiles, 256)
+        round_up(HEADER_BYTES + 2 * element_bytes * tiles, 256)
     }
 
-    /// Offset of the 64-bit types' aggregates (their inclusive prefixes follow,
-    /// `8 * tiles` bytes later).
-    pub const fn values_offset(element_bytes: usize, tiles: usize) -> usize {
-        zeroed_bytes(element_bytes, tiles)
-    }
-
-    /// Bytes of the whole state.
+    /// Bytes of the whole state (all of it is cleared before each launch).
     pub const fn state_bytes(element_bytes: usize, tiles: usize) -> usize {
-        if element_bytes == 4 {
-            zeroed_bytes(4, tiles)
-        } else {
-            values_offset(element_bytes, tiles) + 16 * tiles
-        }
+        zeroed_bytes(element_bytes, tiles)
     }
 }
 
@@ -424,13 +434,15 @@ mod tests {
     #[test]
     fn tiles_fit_the_block() {
         assert_eq!(BLOCK % WARP, 0);
-        assert_eq!(scan::TILE, 4096);
+        assert_eq!(scan::tile(4), 8192);
+        assert_eq!(scan::tile(8), 4096);
         assert_eq!(scan::zeroed_bytes(4, 1), 512);
-        assert_eq!(scan::zeroed_bytes(8, 64), 512);
-        assert_eq!(scan::state_bytes(8, 64), 512 + 16 * 64);
+        assert_eq!(scan::zeroed_bytes(8, 64), 256 + 16 * 64);
+        assert_eq!(scan::state_bytes(8, 64), 256 + 16 * 64);
         assert_eq!(scan::state_bytes(4, 32), 512);
-        assert_eq!(scan::tiles(4097), 2);
-        assert_eq!(scan::tiles(4096), 1);
+        assert_eq!(scan::tiles(8, 4097), 2);
+        assert_eq!(scan::tiles(8, 4096), 1);
+        assert_eq!(scan::tiles(4, 8193), 2);
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);
         assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);

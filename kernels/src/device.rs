@@ -534,25 +534,6 @@ global_load!(
     /// As [`store_relaxed_u32`].
     load_relaxed_u32: u32, AtomicU32, reg32, "ld.relaxed.gpu.global.u32", Relaxed
 );
-global_store!(
-    /// `st.release.gpu.global.u32`: stores `v` after every earlier memory
-    /// access of this thread is visible at GPU scope (a release store: a
-    /// reader whose [`load_acquire_u32`] sees `v` also sees those accesses).
-    ///
-    /// # Safety
-    /// `p` is a 4-byte aligned word of global memory that is only accessed
-    /// atomically while the kernel runs.
-    store_release_u32: u32, AtomicU32, reg32, "st.release.gpu.global.u32", Release
-);
-global_load!(
-    /// `ld.acquire.gpu.global.u32`: loads the word at `p`; accesses of this
-    /// thread after it happen after it (pairs with [`store_release_u32`]).
-    ///
-    /// # Safety
-    /// As [`store_release_u32`].
-    load_acquire_u32: u32, AtomicU32, reg32, "ld.acquire.gpu.global.u32", Acquire
-);
-
 /// Backs off for about `ns` nanoseconds while spinning on another block
 /// (`nanosleep.u32`, sm_70+), so the spinning warp leaves issue slots to the
 /// others. On the host emulator it yields the OS thread, so that a spinning

@@ -11,7 +11,7 @@ use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE, STATUS_
 use crate::emulator::{launch, launch_concurrent};
 use crate::num::Num;
 use crate::reduce::reduce_impl;
-use crate::scan::{look_back, scan_impl, Shared, TileState, EXCHANGE_BYTES, TILE, WARP_TOTALS_BYTES};
+use crate::scan::{look_back, scan_impl, tile, Shared, TileState, EXCHANGE_BYTES, WARP_TOTALS_BYTES};
 use crate::sequence::sequence_impl;
 use crate::sort::{
     histogram, histogram_words, offsets, onesweep, SortKey, SweepShared, BLOCK, ITEMS_32, ITEMS_32_PAIRS,
@@ -46,7 +46,7 @@ impl Rng {
 /// read). `u64` words, so 8-byte aligned like the kernel needs.
 fn scan_state<T>(n: usize) -> Vec<u64> {
     let size = core::mem::size_of::<T>();
-    let t = tiles(n);
+    let t = tiles(size, n);
     let mut v = std::vec![0xA5A5_A5A5_A5A5_A5A5u64; state_bytes(size, t) / 8];
     v[..zeroed_bytes(size, t) / 8].fill(0);
     v
@@ -63,13 +63,13 @@ fn run_scan<T: Num + Send + Sync>(input: P, output: P, n: usize, mode: u32, resi
     let body = || unsafe {
         let shared = Shared::<T> {
             warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut T,
-            exchange: crate::shared_bytes!(rmm_scan_exchange, EXCHANGE_BYTES) as *mut T,
+            exchange: crate::shared_bytes!(rmm_scan_exchange, EXCHANGE_BYTES),
             tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
             prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut T,
         };
         scan_impl::<T>(input.get(), output.get(), n, st.get(), mode, shared)
     };
-    let grid = tiles(n) as u32;
+    let grid = tiles(core::mem::size_of::<T>(), n) as u32;
     if resident == 0 {
         launch(grid, crate::scan::BLOCK as u32, body);
     } else {
@@ -402,11 +402,19 @@ fn radix_sort_adversarial_inputs_stay_stable() {
 /// whole tiles, several tiles, 2^k - 1, 2^k, 2^k + 1 up to 2^15 + 1 (9
 /// tiles). Larger sizes (65 tiles: more than two look-back windows) run for
 /// fewer types: the emulator spends about a millisecond per block.
-const SCAN_SIZES: [usize; 13] = [
+/// The larger of the 32- and 64-bit scans' tiles (elements).
+const TILE: usize = if tile(4) > tile(8) { tile(4) } else { tile(8) };
+/// The smaller one.
+const SMALL_TILE: usize = if tile(4) > tile(8) { tile(8) } else { tile(4) };
+
+const SCAN_SIZES: [usize; 16] = [
     1,
     2,
     7,
     255,
+    SMALL_TILE - 1,
+    SMALL_TILE,
+    SMALL_TILE + 1,
     TILE - 1,
     TILE,
     TILE + 1,
@@ -465,6 +473,46 @@ fn single_pass_scan_integers_wrap_like_sequential_sums() {
         check_scan(&a, 0, false, 0, "u32 large");
         let c: Vec<u64> = (0..n).map(|_| r.next()).collect();
         check_scan(&c, MODE_INCLUSIVE, true, 0, "u64 large");
+    }
+}
+
+#[test]
+fn single_pass_scan_vector_and_element_paths() {
+    // Whole tiles of 16-byte aligned arrays move as 16-byte vectors; an
+    // input or output that is not 16-byte aligned moves element by element.
+    // Both must give the sequential result, in every combination.
+    let mut r = Rng(9);
+    let n = 3 * TILE + 2;
+    for skip in 0..4 {
+        for mode in [0, MODE_INCLUSIVE] {
+            // Backed by 16-byte aligned storage, so `skip` decides the
+            // input's alignment; the output is a fresh (aligned) vector.
+            let mut a = std::vec![0u128; (n + 4) / 4 + 1];
+            // SAFETY: `a` holds at least `n + 4` u32.
+            let a32 = unsafe { core::slice::from_raw_parts_mut(a.as_mut_ptr() as *mut u32, n + 4) };
+            a32.iter_mut().for_each(|x| *x = r.next() as u32);
+            let input = &a32[skip..skip + n];
+            assert_eq!(
+                scan_copy(input, mode, 0),
+                reference(input, mode),
+                "u32 skip {skip}"
+            );
+            let mut b = std::vec![0u128; (n + 4) / 2 + 1];
+            // SAFETY: `b` holds at least `n + 4` u64.
+            let b64 = unsafe { core::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u64, n + 4) };
+            b64.iter_mut().for_each(|x| *x = r.next());
+            let input = &b64[skip..skip + n];
+            assert_eq!(
+                scan_copy(input, mode, 0),
+                reference(input, mode),
+                "u64 skip {skip}"
+            );
+            // In place at the same offsets: input and output share their
+            // alignment.
+            let want = reference(&b64[skip..skip + n], mode);
+            scan_in_place(&mut b64[skip..skip + n], mode, 0);
+            assert_eq!(&b64[skip..skip + n], &want[..], "u64 in place skip {skip}");
+        }
     }
 }
 
@@ -545,11 +593,11 @@ fn check_look_back<T: Num + Send + Sync + PartialEq + core::fmt::Debug>(
     delay_us: u64,
 ) {
     let tile = values.len();
-    let n = (tile + 1) * TILE;
+    let n = (tile + 1) * crate::scan::tile(core::mem::size_of::<T>());
     let mut state = scan_state::<T>(n);
     let st = P::of(state.as_mut_ptr());
     // SAFETY: `state` is sized and zeroed for `tile + 1` tiles.
-    let ts = move || unsafe { TileState::new(st.get(), tile + 1) };
+    let ts = move || unsafe { TileState::new(st.get()) };
     // The expected prefix: the sum of the values of tiles after the last
     // inclusive prefix, plus that prefix (a prefix's value is the sum up to
     // and including its tile).

@@ -2,37 +2,44 @@
 //! look-back (Merrill & Garland, "Single-pass Parallel Prefix Scan with
 //! Decoupled Look-back", 2016): every element is read once and written once.
 //!
-//! One block scans one tile of [`TILE`] elements ([`BLOCK`] threads ×
-//! [`ITEMS`] consecutive elements each):
+//! One block scans one tile of [`tile`] elements ([`BLOCK`] threads ×
+//! [`items`] consecutive elements each, 128 bytes per thread for every
+//! element type):
 //!
 //! 1. thread 0 takes the tile's index from the global tile counter (not
 //!    `blockIdx.x`), so tile `t` only starts once tiles `0..t` have started:
 //!    they are resident or done, and every wait below ends;
-//! 2. the block loads its elements and reduces them (the tile's aggregate):
-//!    each warp loads its part of the tile *striped* (lane `l` reads
-//!    elements `l, l + 32, …`: every load instruction of the warp reads 32
-//!    consecutive elements, so it is coalesced) into shared memory, and each
-//!    thread then reads its [`ITEMS`] consecutive elements from there (a
-//!    warp transpose, padded by one slot every 32 so that neither direction
-//!    has bank conflicts); the outputs go back the same way, so the stores
-//!    are coalesced too. Loading and storing each thread's consecutive
-//!    elements straight from global memory made every store instruction
-//!    touch 32 sectors: 0.75 TB/s on an H200, a quarter of its bandwidth;
+//! 2. each warp loads its part of the tile *striped* (lane `l` moves the
+//!    16-byte vectors `l, l + 32, …`, so every load instruction of the warp
+//!    reads 512 consecutive bytes) into its area of shared memory, swizzled
+//!    so that neither this nor the next step has bank conflicts; each
+//!    thread then sums its consecutive elements there (the tile's aggregate
+//!    comes from a block scan of those sums). The elements stay in shared
+//!    memory, not in registers, until the outputs are written: loading and
+//!    storing each thread's consecutive elements straight from global
+//!    memory made every store instruction touch 32 sectors (0.75 TB/s on an
+//!    H200), and keeping them in registers across the look-back made the
+//!    assembler spill at the register budget of 6 to 8 blocks per
+//!    multiprocessor;
 //! 3. tile 0 publishes its aggregate as its inclusive prefix; every other
-//!    tile publishes it as an aggregate, then warp 0 looks back over the
-//!    predecessors' descriptors, a window of [`LOOKBACK_WINDOW`] at a
-//!    time (each lane loads one),
-//!    adding aggregates up to the nearest inclusive prefix; it publishes its
-//!    own inclusive prefix (exclusive prefix + aggregate);
-//! 4. the block writes its outputs from the exclusive prefix.
+//!    tile publishes it as an aggregate, then warp 0 waits
+//!    [`LOOKBACK_START_NS`] (its predecessors are publishing meanwhile) and
+//!    looks back over the predecessors' descriptors, a window of
+//!    [`LOOKBACK_WINDOW`] at a time (each lane loads one), adding
+//!    aggregates up to the nearest inclusive prefix; it publishes its own
+//!    inclusive prefix (exclusive prefix + aggregate);
+//! 4. each thread rewrites its elements in shared memory as outputs (from
+//!    the exclusive prefix), and the warp stores them striped, as it loaded
+//!    them.
 //!
-//! The descriptors (layout in `kernel_abi::scan`): for 32-bit elements one
-//! 64-bit word per tile holding status and value, stored and loaded as one
-//! single-copy atomic access (no fence needed: the reader uses nothing but
-//! that word); for 64-bit elements a status word per tile plus separate
-//! aggregate and inclusive-prefix slots, each written once, the status
-//! stored with release semantics after its slot and loaded with acquire
-//! semantics before it. The host zeroes the counter and the statuses before
+//! Tiles that are not whole, and arrays not 16-byte aligned, move element
+//! by element instead of in 16-byte vectors (same layout in shared memory).
+//!
+//! The descriptors (layout in `kernel_abi::scan`): 64-bit words holding a
+//! status in their high half and 32 value bits in their low half, one per
+//! tile for 32-bit elements and two for 64-bit ones, each stored and
+//! loaded as one single-copy atomic access: no fence is needed, since a
+//! reader uses nothing but those words. The host zeroes the state before
 //! each launch.
 //!
 //! Integer sums wrap; float sums are grouped differently from a sequential
@@ -40,17 +47,27 @@
 //! they may round differently, and they start from `+0.0`.
 
 use crate::device::{
-    atomic_add_u32, back_off, ballot, lane_id, load_acquire_u32, load_relaxed_u64, shfl_up,
-    store_relaxed_u64, store_release_u32, sync_threads, sync_warp, thread_idx_x, warp_id,
-    warp_inclusive_scan, warp_reduce,
+    atomic_add_u32, back_off, ballot, lane_id, load_relaxed_u64, shfl_up, store_relaxed_u64, sync_threads,
+    sync_warp, thread_idx_x, warp_id, warp_inclusive_scan, warp_reduce,
 };
 use crate::num::Num;
 use kernel_abi::scan::{HEADER_BYTES, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_INVALID, STATUS_PREFIX};
 
 /// Threads per block the host must launch with.
 pub const BLOCK: usize = kernel_abi::scan::BLOCK as usize;
-pub use kernel_abi::scan::{ITEMS, LOOKBACK_WINDOW, TILE};
+pub use kernel_abi::scan::{items, tile, LOOKBACK_WINDOW};
 const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
+
+/// Nanoseconds the look-back warp waits after its tile's aggregate is
+/// published, before its first read of the predecessors' descriptors: by
+/// then most of them are published, and fewer reads poll the same lines.
+/// On an H200 (2^28 `u32`, 32 elements per thread): 2.78 TB/s without the
+/// waits, 2.90 with 600/300 ns, 3.0 with 1200/650 and 2000/1000 (session 8
+/// call 3; CUB's tuning for sm_90 waits similarly).
+pub const LOOKBACK_START_NS: u32 = 1200;
+/// Nanoseconds between two reads of a window in which some descriptor was
+/// not yet published.
+pub const LOOKBACK_POLL_NS: u32 = 650;
 const _: () = assert!(LOOKBACK_WINDOW == 32, "one look-back lane per predecessor");
 
 /// Exclusive scan of one value per thread over the block; returns
@@ -101,19 +118,18 @@ pub unsafe fn block_exclusive_scan<T: Num, const WARPS: usize>(v: T, warp_totals
 #[derive(Clone, Copy)]
 pub struct TileState {
     base: *mut u8,
-    tiles: usize,
 }
 
 impl TileState {
-    /// The state of a scan over `tiles` tiles at `base`.
+    /// The state of a scan at `base`.
     ///
     /// # Safety
     /// `base` is 8-byte aligned and holds `kernel_abi::scan::state_bytes`
-    /// bytes for `T` and `tiles`, zeroed up to `zeroed_bytes` before any
-    /// block of the launch ran, and accessed by nothing but this launch.
+    /// bytes for `T` and the launch's tiles, zeroed before any block of the
+    /// launch ran, and accessed by nothing but this launch.
     #[inline(always)]
-    pub unsafe fn new(base: *mut u8, tiles: usize) -> TileState {
-        TileState { base, tiles }
+    pub unsafe fn new(base: *mut u8) -> TileState {
+        TileState { base }
     }
 
     /// Takes the next tile index (called once per block).
@@ -126,25 +142,13 @@ impl TileState {
         unsafe { atomic_add_u32(self.base as *mut u32, 1) as usize }
     }
 
-    /// 32-bit elements: the packed descriptor of `tile`.
+    /// Descriptor word `k` of `tile` (32-bit elements: one word per tile;
+    /// 64-bit elements: two).
     #[inline(always)]
-    fn packed(self, tile: usize) -> *mut u64 {
+    fn word<T: Num>(self, tile: usize, k: usize) -> *mut u64 {
+        let words = if T::WIDE { 2 } else { 1 };
         // Stays in the state (`tile < tiles`, callers' contract).
-        (self.base.wrapping_add(HEADER_BYTES) as *mut u64).wrapping_add(tile)
-    }
-
-    /// 64-bit elements: the status of `tile`.
-    #[inline(always)]
-    fn status(self, tile: usize) -> *mut u32 {
-        (self.base.wrapping_add(HEADER_BYTES) as *mut u32).wrapping_add(tile)
-    }
-
-    /// 64-bit elements: the aggregate (or, `prefix`, inclusive prefix) slot of `tile`.
-    #[inline(always)]
-    fn slot(self, tile: usize, prefix: bool) -> *mut u64 {
-        let values = kernel_abi::scan::values_offset(8, self.tiles);
-        let first = if prefix { self.tiles } else { 0 };
-        (self.base.wrapping_add(values) as *mut u64).wrapping_add(first + tile)
+        (self.base.wrapping_add(HEADER_BYTES) as *mut u64).wrapping_add(words * tile + k)
     }
 
     /// Publishes `value` for `tile` with `status` (aggregate or prefix).
@@ -154,42 +158,38 @@ impl TileState {
     /// published once, the aggregate before the prefix.
     #[inline(always)]
     pub unsafe fn publish<T: Num>(self, tile: usize, status: u32, value: T) {
-        if !T::WIDE {
-            let word = ((status as u64) << 32) | value.lo() as u64;
-            // SAFETY: an aligned word of the state, only accessed atomically.
-            unsafe { store_relaxed_u64(self.packed(tile), word) }
-        } else {
-            let bits = value.lo() as u64 | ((value.hi() as u64) << 32);
-            // SAFETY: as above; the slot is written once, before the release
-            // store of the status that tells readers to read it.
-            unsafe {
-                store_relaxed_u64(self.slot(tile, status == STATUS_PREFIX), bits);
-                store_release_u32(self.status(tile), status);
+        let tag = (status as u64) << 32;
+        // SAFETY: aligned words of the state, only accessed atomically.
+        unsafe {
+            store_relaxed_u64(self.word::<T>(tile, 0), tag | value.lo() as u64);
+            if T::WIDE {
+                store_relaxed_u64(self.word::<T>(tile, 1), tag | value.hi() as u64);
             }
         }
     }
 
-    /// The status of `tile` and, unless invalid, its value.
+    /// The status of `tile` and, unless invalid, its value. A 64-bit value
+    /// whose two words carry different statuses (read between the stores
+    /// of one publication) reads as invalid: not published yet.
     ///
     /// # Safety
     /// As [`TileState::publish`].
     #[inline(always)]
     pub unsafe fn load<T: Num>(self, tile: usize) -> (u32, T) {
-        if !T::WIDE {
-            // SAFETY: an aligned word of the state, only accessed atomically.
-            let word = unsafe { load_relaxed_u64(self.packed(tile)) };
-            ((word >> 32) as u32, T::from_words(word as u32, 0))
-        } else {
-            // SAFETY: as above; the acquire load orders the slot's load after
-            // it, and a status other than invalid means the slot was written.
-            unsafe {
-                let status = load_acquire_u32(self.status(tile));
-                if status == STATUS_INVALID {
-                    return (status, T::ZERO);
-                }
-                let bits = load_relaxed_u64(self.slot(tile, status == STATUS_PREFIX));
-                (status, T::from_words(bits as u32, (bits >> 32) as u32))
+        // SAFETY: aligned words of the state, only accessed atomically; both
+        // loads are issued before either is used, so they cost one round
+        // trip.
+        unsafe {
+            let lo = load_relaxed_u64(self.word::<T>(tile, 0));
+            if !T::WIDE {
+                return ((lo >> 32) as u32, T::from_words(lo as u32, 0));
             }
+            let hi = load_relaxed_u64(self.word::<T>(tile, 1));
+            let status = (lo >> 32) as u32;
+            if status != (hi >> 32) as u32 {
+                return (STATUS_INVALID, T::ZERO);
+            }
+            (status, T::from_words(lo as u32, hi as u32))
         }
     }
 }
@@ -215,6 +215,9 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
     let lane = lane_id() as usize;
     let mut prefix = T::ZERO;
     let mut end = tile;
+    if LOOKBACK_START_NS > 0 {
+        back_off(LOOKBACK_START_NS);
+    }
     loop {
         // A lane past tile 0 acts as an inclusive prefix of 0 (tile 0 always
         // publishes a prefix, so no sum reaches past it).
@@ -228,7 +231,7 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
             if ballot(read.0 == STATUS_INVALID) == 0 {
                 break read;
             }
-            back_off(64);
+            back_off(LOOKBACK_POLL_NS);
         };
         let prefixes = ballot(status == STATUS_PREFIX);
         // Lanes up to the nearest inclusive prefix (all when there is none).
@@ -246,22 +249,65 @@ pub unsafe fn look_back<T: Num>(state: TileState, tile: usize) -> T {
     }
 }
 
-/// Elements of one warp's transpose area: its `32 * ITEMS` elements plus
-/// one padding slot every 32.
-pub const WARP_EXCHANGE: usize = 32 * ITEMS + ITEMS;
+/// 16-byte vectors each thread owns in a tile of `size`-byte elements.
+const fn thread_vectors(size: usize) -> usize {
+    items(size) * size / 16
+}
+const _: () = assert!(
+    thread_vectors(4).is_power_of_two()
+        && thread_vectors(8).is_power_of_two()
+        && thread_vectors(4) * 16 == items(4) * 4
+        && thread_vectors(8) * 16 == items(8) * 8,
+    "a thread's elements are whole 16-byte vectors, a power of two of them"
+);
 
-/// Shared bytes of [`Shared::exchange`] for elements of `size` bytes.
+/// Shared bytes of [`Shared::exchange`] for elements of `size` bytes: the
+/// tile.
 pub const fn exchange_bytes(size: usize) -> usize {
-    WARPS * WARP_EXCHANGE * size
+    tile(size) * size
 }
 
-/// Shared bytes of [`Shared::exchange`] for the widest (8-byte) elements.
-pub const EXCHANGE_BYTES: usize = exchange_bytes(8);
+/// Shared bytes of [`Shared::exchange`] for the largest tile.
+pub const EXCHANGE_BYTES: usize = if exchange_bytes(4) > exchange_bytes(8) {
+    exchange_bytes(4)
+} else {
+    exchange_bytes(8)
+};
 
-/// Index `i` of a warp's transpose area, padded.
+/// Where byte `b` of a warp's elements lies in its exchange area, for
+/// `size`-byte elements: its 16-byte vector `j = b / 16` moves inside its
+/// aligned group of 8 vectors (128 bytes, the 32 banks), to `j ^ (t % 8)`
+/// where `t = j / thread_vectors` is the thread that owns it. A quarter
+/// warp's 16-byte accesses then never share a bank: 8 consecutive aligned
+/// vectors (the coalesced side) keep one owner or two neighbours and stay a
+/// permutation of their group; the same vector of 8 threads (the scanning
+/// side) lands on 8 different positions of the group.
 #[inline(always)]
-fn padded(i: usize) -> usize {
-    i + i / 32
+fn swizzled(b: usize, size: usize) -> usize {
+    let j = b / 16;
+    let owner = j / thread_vectors(size);
+    16 * (j ^ (owner & 7)) + b % 16
+}
+
+/// Element `k` (of `16 / size`) of the 16-byte vector `v`.
+#[inline(always)]
+fn element<T: Num>(v: u128, k: usize) -> T {
+    if T::WIDE {
+        let x = (v >> (64 * k)) as u64;
+        T::from_words(x as u32, (x >> 32) as u32)
+    } else {
+        T::from_words((v >> (32 * k)) as u32, 0)
+    }
+}
+
+/// `x` as element `k` of a 16-byte vector (the other bits zero).
+#[inline(always)]
+fn vector_bits<T: Num>(x: T, k: usize) -> u128 {
+    if T::WIDE {
+        ((x.lo() as u64 | ((x.hi() as u64) << 32)) as u128) << (64 * k)
+    } else {
+        (x.lo() as u128) << (32 * k)
+    }
 }
 
 /// Block-shared memory of the scan kernel.
@@ -269,8 +315,9 @@ fn padded(i: usize) -> usize {
 pub struct Shared<T> {
     /// `WARPS` elements for [`block_exclusive_scan`].
     pub warp_totals: *mut T,
-    /// `WARPS * WARP_EXCHANGE` elements: the warps' transpose areas.
-    pub exchange: *mut T,
+    /// [`exchange_bytes`]`(size_of::<T>())` bytes, 16-byte aligned: the
+    /// tile, a swizzled area per warp.
+    pub exchange: *mut u8,
     /// The tile index (one `u32`).
     pub tile: *mut u32,
     /// The tile's exclusive prefix (one `T`).
@@ -283,9 +330,20 @@ pub const WARP_TOTALS_BYTES: usize = WARPS * 8;
 /// The kernel body: scans one tile of `input[..n]` into `output[..n]`,
 /// exclusive or (`mode & MODE_INCLUSIVE`) inclusive.
 ///
+/// Each warp moves its `32 * items` elements through its exchange area in
+/// shared memory, so that global loads and stores are coalesced while each
+/// thread scans [`items`] consecutive elements: 16-byte vectors when the
+/// tile is whole and both arrays are 16-byte aligned (lane `l` moves
+/// vectors `l, l + 32, …`), element by element otherwise (elements past
+/// `n` read as zero, the sum's identity). A thread's own elements stay in
+/// shared memory, not in registers: it reads them once to sum them and once
+/// more, after the look-back, to write its outputs over them. Keeping them
+/// in registers across the look-back cost spills at the register budget
+/// that gives 8 blocks per multiprocessor.
+///
 /// # Safety
 /// `input` and `output` hold `n >= 1` elements and are the same array or do
-/// not overlap; the launch has `kernel_abi::scan::tiles(n)` blocks of
+/// not overlap; the launch has `kernel_abi::scan::tiles(size, n)` blocks of
 /// [`BLOCK`] threads; `state` as in [`TileState::new`] for those tiles;
 /// `shared` points to this block's shared memory of the sizes documented on
 /// [`Shared`], not used by anything else.
@@ -298,9 +356,14 @@ pub unsafe fn scan_impl<T: Num>(
     mode: u32,
     shared: Shared<T>,
 ) {
-    let tiles = n.div_ceil(TILE);
+    let size = core::mem::size_of::<T>();
+    let per_vector = 16 / size;
+    let items = items(size);
+    let thread_vectors = thread_vectors(size);
+    let tile_elements = tile(size);
+    let tiles = n.div_ceil(tile_elements);
     // SAFETY: forwarded contract.
-    let state = unsafe { TileState::new(state, tiles) };
+    let state = unsafe { TileState::new(state) };
     let tid = thread_idx_x() as usize;
     // SAFETY: thread 0 writes the shared slot; the barrier orders it before
     // every thread's read (and `block_exclusive_scan`'s barriers come before
@@ -315,42 +378,56 @@ pub unsafe fn scan_impl<T: Num>(
     if tile >= tiles {
         return; // a grid larger than the tiles (block-uniform)
     }
-    let start = tile * TILE;
-    let valid = (n - start).min(TILE);
+    let start = tile * tile_elements;
+    let valid = (n - start).min(tile_elements);
+    // Block-uniform: whole 16-byte vectors in and out.
+    let vectors = valid == tile_elements && (input as usize | output as usize).is_multiple_of(16);
     let lane = lane_id() as usize;
-    // This warp's elements are tile[warp_base..warp_base + 32 * ITEMS];
-    // thread `tid` owns tile[tid * ITEMS..][..ITEMS].
-    let warp_base = warp_id() as usize * 32 * ITEMS;
+    // This warp's elements are tile[warp_base..warp_base + 32 * items];
+    // thread `tid` owns tile[tid * items..][..items].
+    let warp_base = warp_id() as usize * 32 * items;
+    let first = start + warp_base;
     // SAFETY: the warp's own area of `exchange` (per contract).
-    let xs = unsafe { shared.exchange.add(warp_id() as usize * WARP_EXCHANGE) };
-    let mut v = [T::ZERO; ITEMS];
-    // SAFETY: striped loads below `valid` (elements past it are zero, the
-    // sum's identity); each lane writes its own padded slots, and the warp
-    // barrier orders those writes before the blocked reads.
+    let xs = unsafe { shared.exchange.add(warp_base * size) };
+    let mine = lane * thread_vectors * 16;
+    // SAFETY: global loads stay below `valid` (whole vectors only when the
+    // tile is whole); each lane writes its own padded slots, and the warp
+    // barrier orders those writes before any lane reads them.
     unsafe {
-        let mut k = 0;
-        while k < ITEMS {
-            let i = k * 32 + lane;
-            let x = if warp_base + i < valid {
-                input.add(start + warp_base + i).read()
-            } else {
-                T::ZERO
-            };
-            xs.add(padded(i)).write(x);
-            k += 1;
+        if vectors {
+            let src = input.add(first) as *const u128;
+            let mut r = 0;
+            while r < thread_vectors {
+                let j = r * 32 + lane;
+                (xs.add(swizzled(16 * j, size)) as *mut u128).write(src.add(j).read());
+                r += 1;
+            }
+        } else {
+            let mut k = 0;
+            while k < items {
+                let i = k * 32 + lane;
+                let x = if warp_base + i < valid {
+                    input.add(first + i).read()
+                } else {
+                    T::ZERO
+                };
+                (xs.add(swizzled(size * i, size)) as *mut T).write(x);
+                k += 1;
+            }
         }
         sync_warp();
-        k = 0;
-        while k < ITEMS {
-            v[k] = xs.add(padded(lane * ITEMS + k)).read();
-            k += 1;
-        }
     }
     let mut sum = T::ZERO;
-    let mut k = 0;
-    while k < ITEMS {
-        sum = sum.add(v[k]);
-        k += 1;
+    let mut r = 0;
+    while r < thread_vectors {
+        // SAFETY: this thread's own vectors, written before the warp barrier.
+        let v = unsafe { (xs.add(swizzled(mine + 16 * r, size)) as *const u128).read() };
+        let mut k = 0;
+        while k < per_vector {
+            sum = sum.add(element::<T>(v, k));
+            k += 1;
+        }
+        r += 1;
     }
     // SAFETY: the whole block calls it; `warp_totals` per contract.
     let (exclusive, aggregate) = unsafe { block_exclusive_scan::<T, WARPS>(sum, shared.warp_totals) };
@@ -382,27 +459,48 @@ pub unsafe fn scan_impl<T: Num>(
     };
     let inclusive = mode & MODE_INCLUSIVE != 0;
     let mut acc = prefix.add(exclusive);
-    // SAFETY: every lane finished its blocked reads (the barrier inside
-    // `block_exclusive_scan` came after them) before any lane writes its
-    // blocked outputs into the same area; the warp barrier orders those
-    // writes before the striped reads; stores go below `valid` only, to
-    // elements this warp read before.
+    // SAFETY: each thread rewrites its own vectors in place; the warp
+    // barrier orders those writes before the other lanes read them; global
+    // stores go below `valid` only (whole vectors only when the tile is
+    // whole), to elements this warp read before.
     unsafe {
-        k = 0;
-        while k < ITEMS {
-            let out = if inclusive { acc.add(v[k]) } else { acc };
-            xs.add(padded(lane * ITEMS + k)).write(out);
-            acc = acc.add(v[k]);
-            k += 1;
+        let mut r = 0;
+        while r < thread_vectors {
+            let slot = xs.add(swizzled(mine + 16 * r, size)) as *mut u128;
+            let v = slot.read();
+            let mut out = 0u128;
+            let mut k = 0;
+            while k < per_vector {
+                let x = element::<T>(v, k);
+                let next = acc.add(x);
+                out |= vector_bits(if inclusive { next } else { acc }, k);
+                acc = next;
+                k += 1;
+            }
+            slot.write(out);
+            r += 1;
         }
         sync_warp();
-        k = 0;
-        while k < ITEMS {
-            let i = k * 32 + lane;
-            if warp_base + i < valid {
-                output.add(start + warp_base + i).write(xs.add(padded(i)).read());
+        if vectors {
+            let dst = output.add(first) as *mut u128;
+            let mut r = 0;
+            while r < thread_vectors {
+                let j = r * 32 + lane;
+                dst.add(j)
+                    .write((xs.add(swizzled(16 * j, size)) as *const u128).read());
+                r += 1;
             }
-            k += 1;
+        } else {
+            let mut k = 0;
+            while k < items {
+                let i = k * 32 + lane;
+                if warp_base + i < valid {
+                    output
+                        .add(first + i)
+                        .write((xs.add(swizzled(size * i, size)) as *const T).read());
+                }
+                k += 1;
+            }
         }
     }
 }
@@ -427,8 +525,7 @@ macro_rules! scan_kernels {
                 warp_totals: crate::shared_bytes!(rmm_scan_warp_totals, WARP_TOTALS_BYTES) as *mut $t,
                 // Sized for `$t`: a 32-bit scan's blocks take half the shared
                 // memory of a 64-bit one's, so more of them fit.
-                exchange: crate::shared_bytes!(rmm_scan_exchange, exchange_bytes(core::mem::size_of::<$t>()))
-                    as *mut $t,
+                exchange: crate::shared_bytes!(rmm_scan_exchange, exchange_bytes(core::mem::size_of::<$t>())),
                 tile: crate::shared_bytes!(rmm_scan_tile, 4) as *mut u32,
                 prefix: crate::shared_bytes!(rmm_scan_prefix, 8) as *mut $t,
             };
@@ -446,3 +543,44 @@ scan_kernels!(
     rmm_scan_f32: f32,
     rmm_scan_f64: f64
 );
+
+#[cfg(test)]
+mod tests {
+    use super::{swizzled, thread_vectors};
+
+    /// The 16-byte positions (within a group of 8, the banks' width) that
+    /// a quarter warp's accesses to `vectors` land on are all different.
+    fn conflict_free(size: usize, vectors: impl Iterator<Item = usize>) -> bool {
+        let mut seen = 0u8;
+        for j in vectors {
+            seen |= 1 << ((swizzled(16 * j, size) / 16) % 8);
+        }
+        seen == 0xFF
+    }
+
+    #[test]
+    fn exchange_accesses_never_share_a_bank() {
+        for size in [4, 8] {
+            let v = thread_vectors(size);
+            let warp_vectors = 32 * v;
+            for j in 0..warp_vectors {
+                // A vector stays in its aligned group of 8, and in the warp.
+                assert_eq!(swizzled(16 * j, size) / 128, j / 8, "size {size} vector {j}");
+            }
+            // Coalesced side: lanes 8q..8q+8 move vectors 32r + 8q + (0..8).
+            for first in (0..warp_vectors).step_by(8) {
+                assert!(
+                    conflict_free(size, first..first + 8),
+                    "size {size} striped {first}"
+                );
+            }
+            // Scanning side: threads 8q..8q+8 read their vector r.
+            for q in 0..4 {
+                for r in 0..v {
+                    let js = (8 * q..8 * q + 8).map(|t| t * v + r);
+                    assert!(conflict_free(size, js), "size {size} threads {q} vector {r}");
+                }
+            }
+        }
+    }
+}
