@@ -663,7 +663,13 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                 }
                 return;
             }
-            let outcome = b.free(addr, size);
+            // Checked, the block is live (its record was just removed), so
+            // the book may stash it for the next allocation of its size.
+            let outcome = if self.inner.checked {
+                b.free_live(addr, size)
+            } else {
+                b.free(addr, size)
+            };
             drop(b);
             match outcome {
                 Freed::Kept => return,

@@ -52,6 +52,22 @@ pub(crate) struct ArenaBook {
     /// Starts of the empty superblocks.
     empty: Vec<u64>,
     max_empty: usize,
+    /// The block [`free_live`](Self::free_live) took last, not merged into
+    /// the free list yet: the next allocation of its size takes it back
+    /// without touching the list (a stream that frees and allocates the
+    /// same size, the common case, costs no coalescing at all), and the next
+    /// free merges it first. It always lies inside a superblock, so that
+    /// superblock is never empty while it is here.
+    stash: Option<Stashed>,
+}
+
+/// The block [`ArenaBook::free_live`] keeps unmerged, with its superblock
+/// (so that merging it later needs no lookup).
+#[derive(Debug, Clone, Copy)]
+struct Stashed {
+    addr: u64,
+    size: usize,
+    superblock: (u64, usize),
 }
 
 impl ArenaBook {
@@ -92,8 +108,16 @@ impl ArenaBook {
             .map(|(&s, &n)| (s, n))
     }
 
-    /// Allocates `size` bytes from the superblocks (best fit).
+    /// Allocates `size` bytes from the superblocks: the block freed last
+    /// when it has this size, else best fit over the free list (the block
+    /// freed last is not part of it until the next free).
     pub fn allocate(&mut self, size: usize) -> Option<u64> {
+        if let Some(p) = self.stash {
+            if p.size == size {
+                self.stash = None;
+                return Some(p.addr);
+            }
+        }
         let (a, _) = self.free.allocate_block(size)?;
         // A block that starts an empty superblock is that whole superblock.
         if let Some(i) = self.empty.iter().position(|&s| s == a) {
@@ -133,6 +157,12 @@ impl ArenaBook {
         let Some((s, sb_size)) = self.containing_cached(addr) else {
             return Freed::NotOwned;
         };
+        self.free_in(addr, size, s, sb_size)
+    }
+
+    /// Frees `[addr, addr + size)` in the superblock `(s, sb_size)`, which
+    /// contains `addr`.
+    fn free_in(&mut self, addr: u64, size: usize, s: u64, sb_size: usize) -> Freed {
         if addr + size as u64 > s + sb_size as u64 {
             return Freed::Overlap;
         }
@@ -154,10 +184,33 @@ impl ArenaBook {
         Freed::Release(s, sb_size)
     }
 
+    /// Frees `[addr, addr + size)`, a block this arena handed out and that
+    /// is live (the caller checked it against its live record, so it cannot
+    /// overlap free memory): it becomes the block the next allocation of its
+    /// size takes back, and the block stashed before it is merged now, with
+    /// [`free`](Self::free)'s outcome for that one.
+    pub fn free_live(&mut self, addr: u64, size: usize) -> Freed {
+        let Some((s, sb_size)) = self.containing_cached(addr) else {
+            return Freed::NotOwned;
+        };
+        if addr + size as u64 > s + sb_size as u64 {
+            return Freed::Overlap;
+        }
+        match self.stash.replace(Stashed {
+            addr,
+            size,
+            superblock: (s, sb_size),
+        }) {
+            None => Freed::Kept,
+            Some(p) => self.free_in(p.addr, p.size, p.superblock.0, p.superblock.1),
+        }
+    }
+
     /// Removes everything: returns the free blocks (of the superblocks and
     /// the large ones) and the superblocks (which may still hold live blocks).
     pub fn drain(&mut self) -> (Ranges, Ranges) {
         let mut free = self.free.drain();
+        free.extend(self.stash.take().map(|p| (p.addr, p.size)));
         free.extend(self.large.drain());
         let sbs = std::mem::take(&mut self.superblocks).into_iter().collect();
         self.empty.clear();
@@ -167,7 +220,7 @@ impl ArenaBook {
 
     /// Free bytes in the superblocks and large blocks.
     pub fn free_bytes(&self) -> usize {
-        self.free.free_bytes() + self.large.free_bytes()
+        self.free.free_bytes() + self.large.free_bytes() + self.stash.map_or(0, |p| p.size)
     }
 
     /// Number of superblocks.
@@ -192,10 +245,24 @@ impl ArenaBook {
                 return Err(format!("superblock {s:#x}: empty {whole} but listed {}", !whole));
             }
         }
-        for (a, n) in blocks {
+        for &(a, n) in &blocks {
             match self.containing(a) {
                 Some((s, sn)) if a + n as u64 <= s + sn as u64 => {}
                 _ => return Err(format!("free block {a:#x}+{n} outside every superblock")),
+            }
+        }
+        if let Some(Stashed {
+            addr: a,
+            size: n,
+            superblock,
+        }) = self.stash
+        {
+            match self.containing(a) {
+                Some(sb) if sb == superblock && a + n as u64 <= sb.0 + sb.1 as u64 => {}
+                _ => return Err(format!("stashed block {a:#x}+{n} outside its superblock")),
+            }
+            if blocks.iter().any(|&(b, m)| b < a + n as u64 && a < b + m as u64) {
+                return Err(format!("stashed block {a:#x}+{n} overlaps a free block"));
             }
         }
         self.large.check(|_| false)?;
@@ -342,6 +409,38 @@ mod tests {
         g.check().unwrap();
     }
 
+    #[test]
+    fn live_frees_stash_one_block() {
+        let mut a = ArenaBook::new(1, SB);
+        a.add_superblock(1 << 20, SB);
+        let x = a.allocate(4 * U).unwrap();
+        let y = a.allocate(2 * U).unwrap();
+        // The hot pair: freed, then taken back, without the free list.
+        assert_eq!(a.free_live(x, 4 * U), Freed::Kept);
+        assert_eq!(a.free_bytes(), SB - 2 * U);
+        a.check().unwrap();
+        assert_eq!(a.allocate(4 * U), Some(x));
+        // Another size does not take it; the next free merges it first.
+        assert_eq!(a.free_live(x, 4 * U), Freed::Kept);
+        let z = a.allocate(U).unwrap();
+        assert_ne!(z, x);
+        assert_eq!(a.free_live(y, 2 * U), Freed::Kept);
+        a.check().unwrap();
+        assert!(a
+            .free
+            .blocks()
+            .iter()
+            .any(|&(b, n)| b <= x && x + 4 * U as u64 <= b + n as u64));
+        assert_eq!(a.free_live(z, U), Freed::Kept);
+        // Everything free: the superblock is empty once the last block merges.
+        assert_eq!(a.free_bytes(), SB);
+        let (free, sbs) = a.drain();
+        assert_eq!(sbs, vec![(1 << 20, SB)]);
+        assert_eq!(free.iter().map(|&(_, n)| n).sum::<usize>(), SB);
+        // A block outside every superblock is not this arena's.
+        assert_eq!(a.free_live(1, U), Freed::NotOwned);
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Alloc { arena: usize, units: usize },
@@ -395,7 +494,8 @@ mod tests {
                                 prop_assert!(arenas[i % 3].put_large(a, size));
                             } else {
                             match g.owner_of(a) {
-                                Some(o) => match arenas[o].free(a, size) {
+                                // Live frees (the arena's checked path) and plain ones, mixed.
+                                Some(o) => match if i % 2 == 0 { arenas[o].free_live(a, size) } else { arenas[o].free(a, size) } {
                                     Freed::Kept => {}
                                     Freed::Release(s, n) => { g.disown(s); prop_assert!(g.free(s, n)); }
                                     other => prop_assert!(false, "free in owner gave {:?}", other),
@@ -423,6 +523,7 @@ mod tests {
                 let blocks = live.iter().copied()
                     .chain(g.free.blocks())
                     .chain(arenas.iter().flat_map(|a| a.free.blocks()))
+                    .chain(arenas.iter().flat_map(|a| a.stash.map(|p| (p.addr, p.size))))
                     .chain(arenas.iter().flat_map(|a| a.large.blocks()));
                 for (a, s) in blocks {
                     prop_assert!(a >= base && a + s as u64 <= base + (total * U) as u64);
