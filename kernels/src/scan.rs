@@ -391,7 +391,7 @@ pub unsafe fn scan_impl<T: Num>(
     let xs = unsafe { shared.exchange.add(warp_base * size) };
     let mine = lane * thread_vectors * 16;
     // SAFETY: global loads stay below `valid` (whole vectors only when the
-    // tile is whole); each lane writes its own padded slots, and the warp
+    // tile is whole); each lane writes its own swizzled slots, and the warp
     // barrier orders those writes before any lane reads them.
     unsafe {
         if vectors {
