@@ -56,6 +56,17 @@ impl<'s> Timer<'s> {
         }
         Ok(best)
     }
+
+    /// Unless the filter leaves `kernel` out: times `f` (best of 20) and
+    /// prints its row as GB/s for `bytes` moved per call; says whether it ran.
+    fn gb_row(&self, kernel: &str, params: &str, bytes: usize, f: impl FnMut() -> Res<()>) -> Res<bool> {
+        if !wanted(kernel) {
+            return Ok(false);
+        }
+        let sec = self.best(20, f)?;
+        row(kernel, params, sec, bytes as f64 / sec / 1e9, "GB/s");
+        Ok(true)
+    }
 }
 
 /// Whether the rows of `kernel` run: no filter argument, or the kernel's
@@ -262,63 +273,33 @@ fn run() -> Res<()> {
         // The input of every later row, whichever rows the filter keeps.
         // SAFETY: `a` holds `n` u32.
         unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
-        if wanted("fill") {
-            let sec = timer.best(20, || {
-                // SAFETY: `a` holds `n` u32.
-                unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
-                Ok(())
-            })?;
-            row("fill", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
-        }
-        if wanted("copy") {
-            let sec = timer.best(20, || {
-                // SAFETY: `a` and `b` hold `n` u32 each and are disjoint.
-                unsafe { copy::copy_raw::<u32>(b.ptr, a.ptr, n, stream)? };
-                Ok(())
-            })?;
-            row(
-                "copy",
-                "u32 n=2^28",
-                sec,
-                2.0 * n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
-        }
+        timer.gb_row("fill", "u32 n=2^28", n * 4, || {
+            // SAFETY: `a` holds `n` u32.
+            unsafe { fill::fill_raw::<u32>(a.ptr, n, 7, stream)? };
+            Ok(())
+        })?;
+        timer.gb_row("copy", "u32 n=2^28", 2 * n * 4, || {
+            // SAFETY: `a` and `b` hold `n` u32 each and are disjoint.
+            unsafe { copy::copy_raw::<u32>(b.ptr, a.ptr, n, stream)? };
+            Ok(())
+        })?;
         // Project-only rows over the same buffers: the Rust copy kernel
         // beside the driver's copy (the default above).
-        if wanted("copy_kernel") {
-            let sec = timer.best(20, || {
-                // SAFETY: as above.
-                unsafe { copy::copy_bytes_kernel(b.ptr, a.ptr, n * 4, stream)? };
-                Ok(())
-            })?;
-            row(
-                "copy_kernel",
-                "u32 n=2^28",
-                sec,
-                2.0 * n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
-        }
-        if wanted("sequence") {
-            let sec = timer.best(20, || Ok(sequence::sequence::<u32>(b.span_mut(), 0, 1, &policy)?))?;
-            row("sequence", "u32 n=2^28", sec, n as f64 * 4.0 / sec / 1e9, "GB/s");
-        }
+        timer.gb_row("copy_kernel", "u32 n=2^28", 2 * n * 4, || {
+            // SAFETY: as above.
+            unsafe { copy::copy_bytes_kernel(b.ptr, a.ptr, n * 4, stream)? };
+            Ok(())
+        })?;
+        timer.gb_row("sequence", "u32 n=2^28", n * 4, || {
+            Ok(sequence::sequence::<u32>(b.span_mut(), 0, 1, &policy)?)
+        })?;
         // The anchor rows: the result stays on the device, as CuPy's
         // `sum()` and `max()` leave it; then the host-value API (a copy to
         // the host and a stream synchronisation more), project-only.
         let mut out = Buf::new(&mr, 256, stream)?;
-        if wanted("reduce_sum") {
-            let sec = timer.best(20, || {
-                Ok(reduce::sum_into::<u32>(a.span(), out.span_mut(), &policy)?)
-            })?;
-            row(
-                "reduce_sum",
-                "u32 n=2^28",
-                sec,
-                n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
+        if timer.gb_row("reduce_sum", "u32 n=2^28", n * 4, || {
+            Ok(reduce::sum_into::<u32>(a.span(), out.span_mut(), &policy)?)
+        })? {
             let got: Vec<u32> = out.download(1)?;
             if got[0] != 7u32.wrapping_mul(n as u32) {
                 return Err(format!(
@@ -329,55 +310,20 @@ fn run() -> Res<()> {
                 .into());
             }
         }
-        if wanted("reduce_max") {
-            let sec = timer.best(20, || {
-                Ok(reduce::max_into::<f32>(a.span(), out.span_mut(), &policy)?)
-            })?;
-            row(
-                "reduce_max",
-                "f32 n=2^28",
-                sec,
-                n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
-        }
-        if wanted("reduce_sum_host") {
-            let sec = timer.best(20, || {
-                reduce::sum::<u32>(a.span(), &policy)?;
-                Ok(())
-            })?;
-            row(
-                "reduce_sum_host",
-                "u32 n=2^28",
-                sec,
-                n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
-        }
-        if wanted("reduce_max_host") {
-            let sec = timer.best(20, || {
-                reduce::max::<f32>(a.span(), &policy)?;
-                Ok(())
-            })?;
-            row(
-                "reduce_max_host",
-                "f32 n=2^28",
-                sec,
-                n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
-        }
-        if wanted("exclusive_scan") {
-            let sec = timer.best(20, || {
-                Ok(scan::exclusive_scan::<u32>(a.span(), b.span_mut(), &policy)?)
-            })?;
-            row(
-                "exclusive_scan",
-                "u32 n=2^28",
-                sec,
-                2.0 * n as f64 * 4.0 / sec / 1e9,
-                "GB/s",
-            );
+        timer.gb_row("reduce_max", "f32 n=2^28", n * 4, || {
+            Ok(reduce::max_into::<f32>(a.span(), out.span_mut(), &policy)?)
+        })?;
+        timer.gb_row("reduce_sum_host", "u32 n=2^28", n * 4, || {
+            reduce::sum::<u32>(a.span(), &policy)?;
+            Ok(())
+        })?;
+        timer.gb_row("reduce_max_host", "f32 n=2^28", n * 4, || {
+            reduce::max::<f32>(a.span(), &policy)?;
+            Ok(())
+        })?;
+        if timer.gb_row("exclusive_scan", "u32 n=2^28", 2 * n * 4, || {
+            Ok(scan::exclusive_scan::<u32>(a.span(), b.span_mut(), &policy)?)
+        })? {
             let got: Vec<u32> = b.download(5)?;
             if got != [0, 7, 14, 21, 28] {
                 return Err(format!("exclusive_scan of sevens gave {got:?}").into());
@@ -390,17 +336,9 @@ fn run() -> Res<()> {
         let mut b = Buf::new(&mr, m * 8, stream)?;
         // SAFETY: `a` holds `m` u64.
         unsafe { fill::fill_raw::<u64>(a.ptr, m, 7, stream)? };
-        if wanted("exclusive_scan") {
-            let sec = timer.best(20, || {
-                Ok(scan::exclusive_scan::<u64>(a.span(), b.span_mut(), &policy)?)
-            })?;
-            row(
-                "exclusive_scan",
-                "u64 n=2^27",
-                sec,
-                2.0 * m as f64 * 8.0 / sec / 1e9,
-                "GB/s",
-            );
+        if timer.gb_row("exclusive_scan", "u64 n=2^27", 2 * m * 8, || {
+            Ok(scan::exclusive_scan::<u64>(a.span(), b.span_mut(), &policy)?)
+        })? {
             let got: Vec<u64> = b.download(4)?;
             if got != [0, 7, 14, 21] {
                 return Err(format!("exclusive_scan of u64 sevens gave {got:?}").into());
