@@ -360,54 +360,47 @@ fn scans_every_type_and_size() {
     }
 }
 
+/// Scans `host[skip_in..][..n]` from an upload of all of `host` into a
+/// span `skip_out` elements into a fresh allocation, for every `skip_in`
+/// in 0..3 and `skip_out` in 0..2, and compares with the CPU scan.
+fn check_misaligned_scan<T: TestNum>(host: &[T], n: usize, inclusive: bool) {
+    let (s, policy) = stream_and_policy();
+    let input = DevVec::upload(host, &s);
+    let name = std::any::type_name::<T>();
+    for skip_in in 0..3 {
+        for skip_out in [0, 1] {
+            let want = cpu_scan(&host[skip_in..skip_in + n], inclusive);
+            let mut out = DevVec::<T>::zeroed(n + 1, &s);
+            let span = input.span().subspan(skip_in..skip_in + n).unwrap();
+            let mut whole = out.span_mut();
+            let dst = whole.subspan_mut(skip_out..skip_out + n).unwrap();
+            if inclusive {
+                scan::inclusive_scan(span, dst, &policy).unwrap();
+            } else {
+                scan::exclusive_scan(span, dst, &policy).unwrap();
+            }
+            let got = out.download(&s);
+            let bad = (0..n).find(|&i| !same(got[skip_out + i], want[i]));
+            assert!(
+                bad.is_none(),
+                "{name} skip_in={skip_in} skip_out={skip_out} inclusive={inclusive}: element {bad:?} differs"
+            );
+        }
+    }
+}
+
 #[test]
 fn scans_of_misaligned_spans_match_aligned_ones() {
     // Whole tiles of 16-byte aligned arrays move as 16-byte vectors, others
     // element by element: spans that start 1 to 3 elements into an
     // allocation take the second path, for the input, the output or both.
     rmm::require_gpu!();
-    let (s, policy) = stream_and_policy();
     let n = 3 * 8192 + 17;
     let mut r = Rng(4242);
     let host: Vec<u32> = (0..n + 3).map(|_| r.next() as u32).collect();
     let host64: Vec<u64> = (0..n + 3).map(|_| r.next()).collect();
-    let input = DevVec::upload(&host, &s);
-    let input64 = DevVec::upload(&host64, &s);
-    for skip_in in 0..3 {
-        for skip_out in [0, 1] {
-            let src = &host[skip_in..skip_in + n];
-            let mut out = DevVec::<u32>::zeroed(n + 1, &s);
-            let span = input.span().subspan(skip_in..skip_in + n).unwrap();
-            scan::exclusive_scan(
-                span,
-                out.span_mut().subspan_mut(skip_out..skip_out + n).unwrap(),
-                &policy,
-            )
-            .unwrap();
-            let got = out.download(&s);
-            assert_eq!(
-                &got[skip_out..skip_out + n],
-                &cpu_scan(src, false)[..],
-                "u32 {skip_in} {skip_out}"
-            );
-
-            let src = &host64[skip_in..skip_in + n];
-            let mut out = DevVec::<u64>::zeroed(n + 1, &s);
-            let span = input64.span().subspan(skip_in..skip_in + n).unwrap();
-            scan::inclusive_scan(
-                span,
-                out.span_mut().subspan_mut(skip_out..skip_out + n).unwrap(),
-                &policy,
-            )
-            .unwrap();
-            let got = out.download(&s);
-            assert_eq!(
-                &got[skip_out..skip_out + n],
-                &cpu_scan(src, true)[..],
-                "u64 {skip_in} {skip_out}"
-            );
-        }
-    }
+    check_misaligned_scan(&host, n, false);
+    check_misaligned_scan(&host64, n, true);
 }
 
 #[test]
