@@ -892,6 +892,61 @@ fn arena_large_double_free_on_two_streams_is_refused() {
     assert_disjoint(&live);
 }
 
+/// The block a stream frees last comes back to its next allocation of the
+/// same size, with a record that skips the hash table: it is still checked
+/// like any other (wrong size, double free, a free on another stream, a
+/// duplicate after it was displaced into the table), and every byte comes
+/// back.
+#[test]
+fn arena_block_taken_back_from_the_stash_is_checked() {
+    let mr = arena_64m();
+    let all = mr.free_bytes();
+    let p = mr.allocate(1000, 256, S).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe { mr.deallocate(p, 1000, 256, S) };
+    let q = mr.allocate(1000, 256, S).unwrap();
+    assert_eq!(q, p, "the stashed block comes back");
+    // SAFETY: the misuse under test (a wrong size), which must be ignored.
+    unsafe { mr.deallocate(q, 999, 256, S) };
+    assert_eq!(mr.bad_frees(), 1);
+    // SAFETY: allocated above; then the misuse under test (a double free).
+    unsafe {
+        mr.deallocate(q, 1000, 256, S);
+        mr.deallocate(q, 1000, 256, S);
+    }
+    assert_eq!((mr.bad_frees(), mr.free_bytes()), (2, all));
+    // Taken back, then freed on another stream: accepted once.
+    let r = mr.allocate(1000, 256, S).unwrap();
+    assert_eq!(r, p);
+    // SAFETY: allocated above; the second free is the misuse under test.
+    unsafe {
+        mr.deallocate(r, 1000, 256, stream(1));
+        mr.deallocate(r, 1000, 256, S);
+    }
+    assert_eq!((mr.bad_frees(), mr.free_bytes()), (3, all));
+    // Two blocks taken back in turn: the first one's record moves into the
+    // hash table and is still checked there.
+    let a = mr.allocate(4096, 256, S).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe { mr.deallocate(a, 4096, 256, S) };
+    let a = mr.allocate(4096, 256, S).unwrap();
+    let b = mr.allocate(2048, 256, S).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe { mr.deallocate(b, 2048, 256, S) };
+    let b2 = mr.allocate(2048, 256, S).unwrap();
+    assert_eq!(b2, b);
+    // SAFETY: `a` is live with 4096 bytes: a wrong size, then the right
+    // free, then a double free (the misuse under test, ignored).
+    unsafe {
+        mr.deallocate(a, 4000, 256, S);
+        mr.deallocate(a, 4096, 256, S);
+        mr.deallocate(a, 4096, 256, S);
+        mr.deallocate(b2, 2048, 256, S);
+    }
+    assert_eq!((mr.bad_frees(), mr.free_bytes()), (5, all));
+    fill_and_check(&mr, &[], 40, 4096);
+}
+
 #[test]
 fn arena_large_free_of_fake_pointer_is_refused() {
     let mr = arena_64m();

@@ -518,6 +518,15 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             }
             {
                 let mut b = lock(&arena.book);
+                // The block this stream freed last, when it has this size:
+                // not live anywhere (the book's stash says why), so its
+                // record needs no duplicate check (no hash lookup; nor has
+                // its next free, if it comes first).
+                if let Some(a) = b.take_stash(size) {
+                    // Only checked frees stash, so the record is kept.
+                    b.live.insert_unique(a, bytes);
+                    return Some(a);
+                }
                 if let Some(a) = b.allocate(size) {
                     self.record_in(&mut b, a, bytes);
                     return Some(a);

@@ -112,11 +112,8 @@ impl ArenaBook {
     /// when it has this size, else best fit over the free list (the block
     /// freed last is not part of it until the next free).
     pub fn allocate(&mut self, size: usize) -> Option<u64> {
-        if let Some(p) = self.stash {
-            if p.size == size {
-                self.stash = None;
-                return Some(p.addr);
-            }
+        if let Some(a) = self.take_stash(size) {
+            return Some(a);
         }
         let (a, _) = self.free.allocate_block(size)?;
         // A block that starts an empty superblock is that whole superblock.
@@ -124,6 +121,16 @@ impl ArenaBook {
             self.empty.swap_remove(i);
         }
         Some(a)
+    }
+
+    /// Takes back the block [`free_live`](Self::free_live) stashed, when it
+    /// has `size` bytes. Its address is not live anywhere: its record was
+    /// removed by the checked free that stashed it, and only this book can
+    /// hand it out again.
+    pub fn take_stash(&mut self, size: usize) -> Option<u64> {
+        let p = self.stash.filter(|p| p.size == size)?;
+        self.stash = None;
+        Some(p.addr)
     }
 
     /// Takes a large block freed earlier on this arena's stream (best fit).

@@ -51,12 +51,20 @@ pub(crate) fn log_bad_free(name: &str, addr: u64, bytes: usize, bad: BadFree) {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct LiveMap {
     map: AddrMap<usize>,
+    /// The last record made by [`insert_unique`](Self::insert_unique),
+    /// kept out of `map` until the next one: a resource that hands a block
+    /// back and frees it again (the arena's stash) records and checks it
+    /// with no hash lookup. Never also in `map`.
+    unhashed: Option<(u64, usize)>,
 }
 
 impl LiveMap {
     /// Records a new allocation; false (and no change) when `addr` is
     /// already live, which would be a bug of the resource itself.
     pub fn insert(&mut self, addr: u64, bytes: usize) -> bool {
+        if self.unhashed.is_some_and(|(a, _)| a == addr) {
+            return false;
+        }
         match self.map.entry(addr) {
             Entry::Occupied(_) => false,
             Entry::Vacant(v) => {
@@ -69,6 +77,15 @@ impl LiveMap {
     /// Removes the allocation at `addr` if it was requested with `bytes`;
     /// otherwise changes nothing and says why.
     pub fn remove(&mut self, addr: u64, bytes: usize) -> Result<(), BadFree> {
+        if let Some((a, n)) = self.unhashed {
+            if a == addr {
+                if n != bytes {
+                    return Err(BadFree::WrongSize(n));
+                }
+                self.unhashed = None;
+                return Ok(());
+            }
+        }
         // One hash lookup: the entry is removed only when the size matches.
         match self.map.entry(addr) {
             Entry::Vacant(_) => Err(BadFree::NotLive),
@@ -81,9 +98,24 @@ impl LiveMap {
         }
     }
 
+    /// Records a new allocation at an address the caller knows is not
+    /// live (the arena's stash: a block whose record a checked free has
+    /// just removed, and which nothing handed out since). It skips the
+    /// duplicate check; the record it displaces goes into the hash table.
+    pub fn insert_unique(&mut self, addr: u64, bytes: usize) {
+        debug_assert!(
+            !self.map.contains_key(&addr),
+            "insert_unique of a live address {addr:#x}"
+        );
+        if let Some((a, n)) = self.unhashed.replace((addr, bytes)) {
+            debug_assert_ne!(a, addr, "insert_unique of a live address {addr:#x}");
+            self.map.insert(a, n);
+        }
+    }
+
     /// Number of live allocations.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.map.len() + usize::from(self.unhashed.is_some())
     }
 }
 
@@ -180,5 +212,32 @@ mod tests {
         assert!(set.remove("t", 0x1000, 100));
         assert!(!set.remove("t", 0x1000, 100));
         assert_eq!((set.bad_frees(), set.len()), (4, 0));
+    }
+
+    /// A record made by `insert_unique` is checked like any other: a
+    /// duplicate `insert`, a wrong size and a second free are refused,
+    /// whether it is still outside the hash table or was displaced into it.
+    #[test]
+    fn unique_records_are_checked_like_the_others() {
+        let mut live = LiveMap::default();
+        assert!(live.insert(0x1000, 10));
+        live.insert_unique(0x2000, 20);
+        assert_eq!(live.len(), 2);
+        assert!(!live.insert(0x2000, 20));
+        assert_eq!(live.remove(0x2000, 21), Err(BadFree::WrongSize(20)));
+        assert_eq!(live.remove(0x2000, 20), Ok(()));
+        assert_eq!(live.remove(0x2000, 20), Err(BadFree::NotLive));
+        assert_eq!(live.len(), 1);
+        // Displaced into the table by the next unique record.
+        live.insert_unique(0x3000, 30);
+        live.insert_unique(0x4000, 40);
+        assert_eq!(live.len(), 3);
+        assert!(!live.insert(0x3000, 30));
+        assert_eq!(live.remove(0x3000, 31), Err(BadFree::WrongSize(30)));
+        assert_eq!(live.remove(0x3000, 30), Ok(()));
+        assert_eq!(live.remove(0x3000, 30), Err(BadFree::NotLive));
+        assert_eq!(live.remove(0x4000, 40), Ok(()));
+        assert_eq!(live.remove(0x1000, 10), Ok(()));
+        assert_eq!(live.len(), 0);
     }
 }
