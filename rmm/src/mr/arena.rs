@@ -518,12 +518,12 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             }
             {
                 let mut b = lock(&arena.book);
-                // The block this stream freed last, when it has this size:
-                // not live anywhere (the book's stash says why), so its
-                // record needs no duplicate check (no hash lookup; nor has
-                // its next free, if it comes first).
+                // The block this stream freed last, when it has this size.
+                // It is not live anywhere (`take_stash` says why), so its
+                // record skips the duplicate check and the hash table, and
+                // so does its free if it comes before the next such record.
+                // Only checked frees stash, so there is a record to keep.
                 if let Some(a) = b.take_stash(size) {
-                    // Only checked frees stash, so the record is kept.
                     b.live.insert_unique(a, bytes);
                     return Some(a);
                 }
