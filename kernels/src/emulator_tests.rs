@@ -187,39 +187,29 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
                 warp_totals: crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32,
                 tile: crate::shared_bytes!(rmm_radix_tile, 4) as *mut u32,
             };
+            // One instantiation per mode; keys alone pass no value buffers.
+            let sweep = if pairs {
+                onesweep::<K, ITEMS, true>
+            } else {
+                onesweep::<K, ITEMS, false>
+            };
+            let (vin, vout) = if pairs { (vsrc, vdst) } else { (P(0), P(0)) };
             // SAFETY: as above; `state` is zero and this launch's own.
             launch_concurrent(count as u32, BLOCK as u32, resident, || unsafe {
-                if pairs {
-                    onesweep::<K, ITEMS, true>(
-                        src.get(),
-                        dst.get(),
-                        vsrc.get(),
-                        vdst.get(),
-                        n,
-                        first,
-                        shift,
-                        mode,
-                        sp.get(),
-                        b_in.get(),
-                        b_out.get(),
-                        shared(),
-                    )
-                } else {
-                    onesweep::<K, ITEMS, false>(
-                        src.get(),
-                        dst.get(),
-                        core::ptr::null(),
-                        core::ptr::null_mut(),
-                        n,
-                        first,
-                        shift,
-                        mode,
-                        sp.get(),
-                        b_in.get(),
-                        b_out.get(),
-                        shared(),
-                    )
-                }
+                sweep(
+                    src.get(),
+                    dst.get(),
+                    vin.get(),
+                    vout.get(),
+                    n,
+                    first,
+                    shift,
+                    mode,
+                    sp.get(),
+                    b_in.get(),
+                    b_out.get(),
+                    shared(),
+                )
             });
         }
     }
