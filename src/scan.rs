@@ -13,7 +13,7 @@
 //! differently, and they start from `+0.0`.
 
 use kernel_abi::scan::BLOCK;
-use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE};
+use kernel_abi::scan::{state_bytes, tiles, MODE_INCLUSIVE};
 use rmm::exec_policy::ExecPolicy;
 use rmm::{CudaStreamView, DevicePtr, DeviceSpan, DeviceSpanMut, Error, Result, SpanInfo};
 
@@ -35,8 +35,8 @@ pub(crate) fn state_bytes_for<T>(n: usize) -> usize {
 }
 
 /// Scans `n >= 1` elements from `input` to `output` (which may be the same
-/// address) with the tile state at `state`: clears the state's counter and
-/// statuses, then launches one block per tile, both on `stream`.
+/// address) with the tile state at `state`: clears the state (counter and
+/// descriptors), then launches one block per tile, both on `stream`.
 ///
 /// # Safety
 /// `input`/`output` hold `n` elements of `T` and are identical or disjoint;
@@ -60,7 +60,7 @@ pub(crate) unsafe fn scan_raw<T: Numeric>(
         .ok()
         .filter(|&g| g <= i32::MAX as u32)
         .ok_or_else(|| Error::InvalidArgument(format!("scan: {n} elements need {t} blocks")))?;
-    let zeroed = zeroed_bytes(std::mem::size_of::<T>(), t);
+    let state_len = state_bytes(std::mem::size_of::<T>(), t);
     let (mut i, mut o, mut cnt, mut st, mut md) = (
         input,
         output,
@@ -73,12 +73,12 @@ pub(crate) unsafe fn scan_raw<T: Numeric>(
         },
     );
     let mut params = crate::kernel_params!(i, o, cnt, st, md);
-    // SAFETY: the memset covers the first `zeroed` bytes of the state (a
-    // multiple of 4 inside it, per contract); the parameters match the
+    // SAFETY: the memset covers the state's `state_len` bytes (a multiple
+    // of 4, per contract); the parameters match the
     // kernel's signature `(input, output, n, state, mode)`; the grid has one
     // block per tile, as the kernel requires; memory per contract.
     unsafe {
-        rmm::launch::memset_async(state, 0, 4, zeroed / 4, stream)?;
+        rmm::launch::memset_async(state, 0, 4, state_len / 4, stream)?;
         k.launch(T::KERNELS.scan, grid, BLOCK, 0, stream, &mut params)
     }
 }

@@ -115,9 +115,8 @@ pub mod numeric {
 /// layout of its tile state (the tile counter and the tiles' descriptors).
 ///
 /// The state is one 8-byte aligned scratch buffer of [`state_bytes`](scan::state_bytes) bytes
-/// (a multiple of 8) whose first
-/// [`zeroed_bytes`](scan::zeroed_bytes) bytes are zero when the kernel starts (the host clears
-/// them in stream order before each launch):
+/// (a multiple of 256), all zero when the kernel starts (the host clears
+/// it in stream order before each launch):
 ///
 /// | offset | what |
 /// |---|---|
@@ -193,16 +192,11 @@ pub mod scan {
         x.div_ceil(to) * to
     }
 
-    /// Bytes at the start of the state that must be zero at launch (counter
-    /// and descriptors) for `tiles` tiles of `element_bytes` (4 or 8)
-    /// elements; a multiple of 256.
-    pub const fn zeroed_bytes(element_bytes: usize, tiles: usize) -> usize {
-        round_up(HEADER_BYTES + 2 * element_bytes * tiles, 256)
-    }
-
-    /// Bytes of the whole state (all of it is cleared before each launch).
+    /// Bytes of the state (counter and descriptors) for `tiles` tiles of
+    /// `element_bytes` (4 or 8) elements, all of which must be zero at
+    /// launch; a multiple of 256.
     pub const fn state_bytes(element_bytes: usize, tiles: usize) -> usize {
-        zeroed_bytes(element_bytes, tiles)
+        round_up(HEADER_BYTES + 2 * element_bytes * tiles, 256)
     }
 }
 
@@ -436,8 +430,7 @@ mod tests {
         assert_eq!(BLOCK % WARP, 0);
         assert_eq!(scan::tile(4), 8192);
         assert_eq!(scan::tile(8), 4096);
-        assert_eq!(scan::zeroed_bytes(4, 1), 512);
-        assert_eq!(scan::zeroed_bytes(8, 64), 256 + 16 * 64);
+        assert_eq!(scan::state_bytes(4, 1), 512);
         assert_eq!(scan::state_bytes(8, 64), 256 + 16 * 64);
         assert_eq!(scan::state_bytes(4, 32), 512);
         assert_eq!(scan::tiles(8, 4097), 2);

@@ -6,7 +6,7 @@
 use std::vec::Vec;
 
 use approx::assert_relative_eq;
-use kernel_abi::scan::{state_bytes, tiles, zeroed_bytes, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_PREFIX};
+use kernel_abi::scan::{state_bytes, tiles, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_PREFIX};
 
 use crate::emulator::{launch, launch_concurrent};
 use crate::num::Num;
@@ -41,15 +41,11 @@ impl Rng {
     }
 }
 
-/// A zeroed tile state for `n` elements of `T`: the part the host clears
-/// is zero, the rest garbage (every value slot must be written before it is
-/// read). `u64` words, so 8-byte aligned like the kernel needs.
+/// A zeroed tile state for `n` elements of `T`, as the host clears it.
+/// `u64` words, so 8-byte aligned like the kernel needs.
 fn scan_state<T>(n: usize) -> Vec<u64> {
     let size = core::mem::size_of::<T>();
-    let t = tiles(size, n);
-    let mut v = std::vec![0xA5A5_A5A5_A5A5_A5A5u64; state_bytes(size, t) / 8];
-    v[..zeroed_bytes(size, t) / 8].fill(0);
-    v
+    std::vec![0u64; state_bytes(size, tiles(size, n)) / 8]
 }
 
 /// The host's single-pass scan of `n` elements from `input` to `output`

@@ -514,8 +514,8 @@ macro_rules! scan_kernels {
         /// # Safety
         /// `input` and `output` hold `n >= 1` elements and are the same array
         /// or do not overlap; `state` holds `state_bytes(size, tiles(n))`
-        /// bytes (8-byte aligned), the first `zeroed_bytes` of them zero
-        /// (see `kernel_abi::scan`), used by this launch only.
+        /// bytes (8-byte aligned), all of them zero (see
+        /// `kernel_abi::scan`), used by this launch only.
         #[no_mangle]
         #[cfg(target_arch = "nvptx64")]
         pub unsafe extern "ptx-kernel" fn $name(
