@@ -366,6 +366,8 @@ pub unsafe fn shared_red_add(p: *mut u32, v: u32) {
 
 /// Declares a block-shared array of `$bytes` bytes named `$name` (once per
 /// kernel) and evaluates to its generic address as `*mut u8`, 16-byte aligned.
+/// The address is marked as shared ([`assume_shared`]), so accesses through
+/// it compile to `ld.shared`/`st.shared`.
 ///
 /// Use it once per name in a kernel's entry function, outside loops.
 #[cfg(target_arch = "nvptx64")]
@@ -384,8 +386,34 @@ macro_rules! shared_bytes {
                 options(nostack, nomem, pure)
             );
         }
-        p as *mut u8
+        let p = p as *mut u8;
+        // SAFETY: `cvta.shared` just made `p` from a `.shared` variable.
+        unsafe { $crate::device::assume_shared(p) };
+        p
     }};
+}
+
+#[cfg(target_arch = "nvptx64")]
+extern "C" {
+    #[link_name = "llvm.nvvm.isspacep.shared"]
+    fn isspacep_shared(p: *const u8) -> bool;
+}
+
+/// Tells LLVM that the generic address `p` points into shared memory, so
+/// that address-space inference (run early by `build.rs`'s pipeline) turns
+/// every access through it into `ld.shared`/`st.shared` instead of generic
+/// `ld`/`st`, which cost more registers and instructions.
+///
+/// # Safety
+/// `p` is a shared-memory address (`shared_bytes!` passes the result of
+/// `cvta.shared`); otherwise the accesses it rewrites are undefined.
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn assume_shared(p: *mut u8) {
+    // SAFETY: `isspacep.shared` has no side effect, and the caller
+    // guarantees that it holds.
+    unsafe { core::hint::assert_unchecked(isspacep_shared(p)) }
 }
 
 /// Host emulator version: the block's zeroed buffer named `$name`.
