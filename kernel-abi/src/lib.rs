@@ -146,11 +146,11 @@ pub mod scan {
     /// with 6 blocks (40 registers, 24 bytes spilled), 2.49 with 5 (48
     /// registers) and 2.13 with 4 (same run).
     pub const MIN_BLOCKS_PER_SM_64: u32 = 6;
-    /// Consecutive 32-bit elements per thread in a tile (128 bytes). On an
+    /// Consecutive 32-bit elements per data thread in a tile (128 bytes). On an
     /// H200, 2^28 `u32`: 2.25 TB/s with 16 (64 bytes per thread), 2.78 with
     /// 32, before the look-back delays (session 8 call 2).
     pub const ITEMS_32: usize = 32;
-    /// Consecutive 64-bit elements per thread in a tile (128 bytes; 32
+    /// Consecutive 64-bit elements per data thread in a tile (128 bytes; 32
     /// elements, 256 bytes at 3 blocks per multiprocessor: 2.59 against
     /// 2.69 TB/s).
     pub const ITEMS_64: usize = 16;
@@ -163,9 +163,28 @@ pub mod scan {
             ITEMS_64
         }
     }
-    /// Elements per tile: [`BLOCK`] threads × [`items`].
+    /// Whether the scan of `element_bytes`-byte elements gives warp 0 to the
+    /// look-back alone, so that it overlaps the other warps' loads (64-bit
+    /// elements), or has every warp load and warp 0 look back after the
+    /// block's sum (32-bit elements). On an H200 with shared memory
+    /// addressed as such (session 10 call E, medians of three alternating
+    /// rounds): u64 2^27 3.39 TB/s with the look-back warp against 2.89
+    /// without; u32 2^28 3.25 against 3.35.
+    pub const fn lookback_warp(element_bytes: usize) -> bool {
+        element_bytes == 8
+    }
+    /// Threads of a scan block that load, scan and store elements: all of
+    /// them, or all but warp 0 when it is the look-back warp.
+    pub const fn data_threads(element_bytes: usize) -> u32 {
+        if lookback_warp(element_bytes) {
+            BLOCK - crate::WARP
+        } else {
+            BLOCK
+        }
+    }
+    /// Elements per tile: [`data_threads`] × [`items`].
     pub const fn tile(element_bytes: usize) -> usize {
-        BLOCK as usize * items(element_bytes)
+        data_threads(element_bytes) as usize * items(element_bytes)
     }
     /// Mode bit: inclusive scan (`out[i]` includes `in[i]`); exclusive without it.
     pub const MODE_INCLUSIVE: u32 = 1;
@@ -429,12 +448,12 @@ mod tests {
     fn tiles_fit_the_block() {
         assert_eq!(BLOCK % WARP, 0);
         assert_eq!(scan::tile(4), 8192);
-        assert_eq!(scan::tile(8), 4096);
+        assert_eq!(scan::tile(8), 3584);
         assert_eq!(scan::state_bytes(4, 1), 512);
         assert_eq!(scan::state_bytes(8, 64), 256 + 16 * 64);
         assert_eq!(scan::state_bytes(4, 32), 512);
-        assert_eq!(scan::tiles(8, 4097), 2);
-        assert_eq!(scan::tiles(8, 4096), 1);
+        assert_eq!(scan::tiles(8, 3585), 2);
+        assert_eq!(scan::tiles(8, 3584), 1);
         assert_eq!(scan::tiles(4, 8193), 2);
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);

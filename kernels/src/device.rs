@@ -74,6 +74,46 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// `barrier.sync 0` without `.aligned`: the block barrier for code in which
+/// the threads of one warp may reach it at different instructions (the
+/// compiler may copy a barrier into the branches before it). `__syncthreads`
+/// (`bar.sync`, which is `barrier.sync.aligned`) requires every thread of a
+/// warp to execute the same instruction; a scan kernel whose lanes reached
+/// copies of it in two branches hung on an H200.
+#[inline(always)]
+pub fn sync_threads_divergent() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier has no effect but ordering; every thread of the
+    // block reaches one (callers' contract, as for `sync_threads`).
+    unsafe {
+        core::arch::asm!("barrier.sync 0;", options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    sync_threads();
+}
+
+/// `barrier.sync id, count` (not `.aligned`): waits until `count` threads
+/// (a multiple of 32) reached barrier `id` of this block, and orders their
+/// shared-memory accesses like `__syncthreads` does for the whole block.
+/// Barrier 0 is `__syncthreads`'; use 1 to 15.
+///
+/// # Safety
+/// Exactly `count` threads, whole warps, reach barrier `id` each time it is
+/// used, all with the same `count`.
+#[inline(always)]
+pub unsafe fn sync_named(id: u32, count: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a barrier has no effect but ordering (caller's contract on
+    // who reaches it).
+    unsafe {
+        core::arch::asm!("barrier.sync {id}, {count};", id = in(reg32) id, count = in(reg32) count, options(nostack));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    raw_sync_named(id, count);
+}
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::emulator::sync_named as raw_sync_named;
+
 /// Threads in a warp.
 pub const WARP_SIZE: u32 = 32;
 

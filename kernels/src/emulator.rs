@@ -32,6 +32,9 @@ struct Block {
     barrier: Barrier,
     warps: Vec<Warp>,
     shared: Mutex<HashMap<&'static str, Box<[u128]>>>,
+    /// Barriers 1 to 15, created by the first thread that reaches each with
+    /// its thread count.
+    named: Mutex<HashMap<u32, Arc<Barrier>>>,
 }
 
 std::thread_local! {
@@ -59,6 +62,7 @@ fn run_block(b: u32, grid: u32, block: u32, kernel: &(impl Fn() + Sync)) {
             })
             .collect(),
         shared: Mutex::new(HashMap::new()),
+        named: Mutex::new(HashMap::new()),
     });
     std::thread::scope(|s| {
         for t in 0..block {
@@ -125,6 +129,20 @@ pub fn sync_threads() {
     with(|b, _| {
         b.barrier.wait();
     })
+}
+/// `barrier.sync id, count`: waits until `count` threads of the block
+/// reached barrier `id` (1 to 15; every use of one `id` in a launch passes
+/// the same count).
+pub fn sync_named(id: u32, count: u32) {
+    let barrier = with(|b, _| {
+        b.named
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id)
+            .or_insert_with(|| Arc::new(Barrier::new(count as usize)))
+            .clone()
+    });
+    barrier.wait();
 }
 /// A trap: panics the emulated thread.
 pub fn trap() -> ! {

@@ -2,19 +2,20 @@
 //! look-back (Merrill & Garland, "Single-pass Parallel Prefix Scan with
 //! Decoupled Look-back", 2016): every element is read once and written once.
 //!
-//! One block scans one tile of [`tile`] elements ([`BLOCK`] threads ×
-//! [`items`] consecutive elements each, 128 bytes per thread for every
-//! element type):
+//! One block scans one tile of [`tile`] elements. Its data threads (every
+//! thread for 32-bit elements; all but warp 0, the look-back warp, for
+//! 64-bit ones: `kernel_abi::scan::lookback_warp`) hold [`items`]
+//! consecutive elements each, 128 bytes per thread for every element type:
 //!
 //! 1. thread 0 takes the tile's index from the global tile counter (not
 //!    `blockIdx.x`), so tile `t` only starts once tiles `0..t` have started:
 //!    they are resident or done, and every wait below ends;
-//! 2. each warp loads its part of the tile *striped* (lane `l` moves the
+//! 2. each data warp loads its part of the tile *striped* (lane `l` moves the
 //!    16-byte vectors `l, l + 32, …`, so every load instruction of the warp
 //!    reads 512 consecutive bytes) into its area of shared memory, swizzled
 //!    so that neither this nor the next step has bank conflicts; each
-//!    thread then sums its consecutive elements there (the tile's aggregate
-//!    comes from a block scan of those sums). The elements stay in shared
+//!    thread then sums its consecutive elements there, and the warps' sums
+//!    make the tile's aggregate. The elements stay in shared
 //!    memory, not in registers, until the outputs are written: loading and
 //!    storing each thread's consecutive elements straight from global
 //!    memory made every store instruction touch 32 sectors (0.75 TB/s on an
@@ -22,12 +23,15 @@
 //!    assembler spill at the register budget of 6 to 8 blocks per
 //!    multiprocessor;
 //! 3. tile 0 publishes its aggregate as its inclusive prefix; every other
-//!    tile publishes it as an aggregate, then warp 0 waits
-//!    [`LOOKBACK_START_NS`] (its predecessors are publishing meanwhile) and
-//!    looks back over the predecessors' descriptors, a window of
-//!    [`LOOKBACK_WINDOW`] at a time (each lane loads one), adding
-//!    aggregates up to the nearest inclusive prefix; it publishes its own
-//!    inclusive prefix (exclusive prefix + aggregate);
+//!    tile publishes it as an aggregate, and warp 0 waits
+//!    [`LOOKBACK_START_NS`] and looks back over the predecessors'
+//!    descriptors, a window of [`LOOKBACK_WINDOW`] at a time (each lane
+//!    loads one), adding aggregates up to the nearest inclusive prefix; then
+//!    the tile's inclusive prefix (exclusive prefix + aggregate) is
+//!    published. With 32-bit elements warp 0 looks back once the block has
+//!    summed the tile (`block_prefix`); with 64-bit ones the look-back
+//!    warp starts with the tile, while the data warps load it
+//!    (`look_back_warp`, `data_warps_prefix`);
 //! 4. each thread rewrites its elements in shared memory as outputs (from
 //!    the exclusive prefix), and the warp stores them striped, as it loaded
 //!    them.
@@ -47,8 +51,8 @@
 //! they may round differently, and they start from `+0.0`.
 
 use crate::device::{
-    atomic_add_u32, back_off, ballot, lane_id, load_relaxed_u64, shfl_up, store_relaxed_u64, sync_threads,
-    sync_warp, thread_idx_x, warp_id, warp_inclusive_scan, warp_reduce,
+    atomic_add_u32, back_off, ballot, lane_id, load_relaxed_u64, shfl_up, store_relaxed_u64, sync_named,
+    sync_threads, sync_threads_divergent, sync_warp, thread_idx_x, warp_id, warp_inclusive_scan, warp_reduce,
 };
 use crate::num::Num;
 use kernel_abi::scan::{HEADER_BYTES, MODE_INCLUSIVE, STATUS_AGGREGATE, STATUS_INVALID, STATUS_PREFIX};
@@ -58,12 +62,15 @@ pub const BLOCK: usize = kernel_abi::scan::BLOCK as usize;
 pub use kernel_abi::scan::{items, tile, LOOKBACK_WINDOW};
 const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
 
-/// Nanoseconds the look-back warp waits after its tile's aggregate is
-/// published, before its first read of the predecessors' descriptors: by
-/// then most of them are published, and fewer reads poll the same lines.
-/// On an H200 (2^28 `u32`, 32 elements per thread): 2.78 TB/s without the
-/// waits, 2.90 with 600/300 ns, 3.0 with 1200/650 and 2000/1000 (session 8
-/// call 3; CUB's tuning for sm_90 waits similarly).
+/// Nanoseconds warp 0 waits before its first read of the predecessors'
+/// descriptors: by then most of them are published, and fewer reads poll
+/// the same lines. It waits after its tile's aggregate is published when
+/// every warp holds elements, from the tile's start when it is the
+/// look-back warp. On an H200 (2^28 `u32`, 32 elements per thread): 2.78
+/// TB/s without the waits, 2.90 with 600/300 ns, 3.0 with 1200/650 and
+/// 2000/1000 (session 8 call 3; CUB's tuning for sm_90 waits similarly);
+/// with the look-back warp, 600, 1200 and 2000 ns ran within the runs'
+/// spread (session 8 call 10).
 pub const LOOKBACK_START_NS: u32 = 1200;
 /// Nanoseconds between two reads of a window in which some descriptor was
 /// not yet published.
@@ -313,10 +320,10 @@ fn vector_bits<T: Num>(x: T, k: usize) -> u128 {
 /// Block-shared memory of the scan kernel.
 #[derive(Clone, Copy)]
 pub struct Shared<T> {
-    /// `WARPS` elements for [`block_exclusive_scan`].
+    /// `WARPS` elements: the (data) warps' totals.
     pub warp_totals: *mut T,
     /// [`exchange_bytes`]`(size_of::<T>())` bytes, 16-byte aligned: the
-    /// tile, a swizzled area per warp.
+    /// tile, a swizzled area per data warp.
     pub exchange: *mut u8,
     /// The tile index (one `u32`).
     pub tile: *mut u32,
@@ -327,19 +334,176 @@ pub struct Shared<T> {
 /// Shared bytes of [`Shared::warp_totals`] (8-byte elements at most).
 pub const WARP_TOTALS_BYTES: usize = WARPS * 8;
 
+/// Warps of a block that move elements when warp 0 is the look-back warp.
+const DATA_WARPS: usize = WARPS - 1;
+
+/// The look-back warp's part of a tile (64-bit elements): it looks back for
+/// the tile's exclusive prefix while the data warps load, hands it to them
+/// in shared memory and meets them at barrier 0.
+///
+/// # Safety
+/// Called by warp 0 alone, whose block runs `data_warps_prefix` in its
+/// other warps; `tile < tiles`, taken from the counter; `state` and
+/// `shared` as in [`scan_impl`].
+#[inline(always)]
+unsafe fn look_back_warp<T: Num>(state: TileState, tile: usize, shared: Shared<T>) {
+    let prefix = if tile == 0 {
+        T::ZERO
+    } else {
+        // SAFETY: tiles `0..tile` were taken from the counter before this
+        // one; tile < tiles (caller).
+        unsafe { look_back::<T>(state, tile) }
+    };
+    // SAFETY: lane 0 writes the shared prefix before barrier 0, every data
+    // thread reads it after.
+    unsafe {
+        if lane_id() == 0 {
+            shared.prefix.write(prefix);
+        }
+        sync_threads_divergent();
+    }
+}
+
+/// The data warps' side of `look_back_warp`: the start of this thread's
+/// exclusive prefix (the tile's exclusive prefix plus everything before
+/// this thread's elements), given `sum`, the sum of its elements.
+///
+/// The data warps publish the tile's aggregate without waiting for the
+/// look-back: they meet at a barrier of their own (barrier 1), and data
+/// thread 0 sums their totals and publishes them. Barrier 0 then hands the
+/// look-back warp's prefix to the data warps, and data thread 0 publishes
+/// the inclusive prefix.
+///
+/// # Safety
+/// Called by every data thread of the block (warps `1..`) while warp 0 runs
+/// `look_back_warp`; `tile < tiles`; `state` and `shared` as in
+/// [`scan_impl`].
+#[inline(always)]
+unsafe fn data_warps_prefix<T: Num>(
+    sum: T,
+    state: TileState,
+    tile: usize,
+    shared: Shared<T>,
+    data_warp: usize,
+) -> T {
+    let lane = lane_id() as usize;
+    let inclusive_sum = warp_inclusive_scan(sum, |a: T, b: T| a.add(b));
+    let mut before_me = shfl_up(inclusive_sum, 1);
+    if lane == 0 {
+        before_me = T::ZERO;
+    }
+    // SAFETY: each data warp's lane 31 writes its own slot before barrier
+    // 1, data thread 0 reads them after it; the tile's aggregate (or, for
+    // tile 0, its inclusive prefix) is published once, by that thread.
+    let published = unsafe {
+        if lane == 31 {
+            shared.warp_totals.add(data_warp).write(inclusive_sum);
+        }
+        sync_named(1, kernel_abi::scan::data_threads(core::mem::size_of::<T>()));
+        if data_warp == 0 && lane == 0 {
+            let mut aggregate = T::ZERO;
+            let mut w = 0;
+            while w < DATA_WARPS {
+                aggregate = aggregate.add(shared.warp_totals.add(w).read());
+                w += 1;
+            }
+            let status = if tile == 0 {
+                STATUS_PREFIX
+            } else {
+                STATUS_AGGREGATE
+            };
+            state.publish(tile, status, aggregate);
+            Some(aggregate)
+        } else {
+            None
+        }
+    };
+    // Barrier 0, with warp 0 (not `.aligned`: a lane may reach a copy of it
+    // in its branch).
+    sync_threads_divergent();
+    // SAFETY: written before the barrier (warp 0's prefix, every data
+    // warp's total), read after it; the publishing thread published the
+    // aggregate before this prefix, in program order.
+    unsafe {
+        let prefix = shared.prefix.read();
+        if let Some(aggregate) = published {
+            if tile != 0 {
+                state.publish(tile, STATUS_PREFIX, prefix.add(aggregate));
+            }
+        }
+        let mut acc = prefix;
+        let mut w = 0;
+        while w < data_warp {
+            acc = acc.add(shared.warp_totals.add(w).read());
+            w += 1;
+        }
+        acc.add(before_me)
+    }
+}
+
+/// The start of this thread's exclusive prefix when every warp holds
+/// elements (32-bit elements), given `sum`, the sum of its elements: a
+/// block scan of the sums gives the tile's aggregate, thread 0 publishes
+/// it, and warp 0 then looks back for the tile's exclusive prefix, publishes
+/// the inclusive one and hands the prefix to the block.
+///
+/// # Safety
+/// Called by every thread of the block; `tile < tiles`, taken from the
+/// counter; `state` and `shared` as in [`scan_impl`].
+#[inline(always)]
+unsafe fn block_prefix<T: Num>(sum: T, state: TileState, tile: usize, shared: Shared<T>) -> T {
+    let tid = thread_idx_x();
+    // SAFETY: the whole block calls it; `warp_totals` per contract.
+    let (exclusive, aggregate) = unsafe { block_exclusive_scan::<T, WARPS>(sum, shared.warp_totals) };
+    let prefix = if tile == 0 {
+        if tid == 0 {
+            // SAFETY: tile 0 < tiles; published once.
+            unsafe { state.publish(0, STATUS_PREFIX, aggregate) };
+        }
+        T::ZERO
+    } else {
+        // SAFETY: tile < tiles; the aggregate is published once before the
+        // prefix (both by thread 0, in that order); tiles `0..tile` were taken
+        // from the counter before this one; lane 0 writes the shared prefix
+        // before the barrier, every thread reads it after.
+        unsafe {
+            if tid == 0 {
+                state.publish(tile, STATUS_AGGREGATE, aggregate);
+            }
+            if warp_id() == 0 {
+                let exclusive_prefix = look_back::<T>(state, tile);
+                if tid == 0 {
+                    state.publish(tile, STATUS_PREFIX, exclusive_prefix.add(aggregate));
+                    shared.prefix.write(exclusive_prefix);
+                }
+            }
+            sync_threads();
+            shared.prefix.read()
+        }
+    };
+    prefix.add(exclusive)
+}
+
 /// The kernel body: scans one tile of `input[..n]` into `output[..n]`,
 /// exclusive or (`mode & MODE_INCLUSIVE`) inclusive.
 ///
-/// Each warp moves its `32 * items` elements through its exchange area in
-/// shared memory, so that global loads and stores are coalesced while each
-/// thread scans [`items`] consecutive elements: 16-byte vectors when the
-/// tile is whole and both arrays are 16-byte aligned (lane `l` moves
-/// vectors `l, l + 32, …`), element by element otherwise (elements past
-/// `n` read as zero, the sum's identity). A thread's own elements stay in
-/// shared memory, not in registers: it reads them once to sum them and once
-/// more, after the look-back, to write its outputs over them. Keeping them
-/// in registers across the look-back cost spills at the register budget
-/// that gives 8 blocks per multiprocessor.
+/// For 64-bit elements warp 0 only looks back (`look_back_warp`): it
+/// starts as soon as the block has its tile, while the other warps (the
+/// data warps) load and sum the tile (`data_warps_prefix`), so the
+/// look-back's latency overlaps the loads instead of following them. For
+/// 32-bit elements every warp loads, and warp 0 looks back after the
+/// block's sum (`block_prefix`).
+///
+/// Each data warp moves its `32 * items` elements through its exchange
+/// area in shared memory, so that global loads and stores are coalesced
+/// while each thread scans [`items`] consecutive elements: 16-byte vectors
+/// when the tile is whole and both arrays are 16-byte aligned (lane `l`
+/// moves vectors `l, l + 32, …`), element by element otherwise (elements
+/// past `n` read as zero, the sum's identity). A thread's own elements stay
+/// in shared memory, not in registers: it reads them once to sum them and
+/// once more, after the barrier, to write its outputs over them. Keeping
+/// them in registers across the look-back cost spills at the register
+/// budget of 6 to 8 blocks per multiprocessor.
 ///
 /// # Safety
 /// `input` and `output` hold `n >= 1` elements and are the same array or do
@@ -365,9 +529,8 @@ pub unsafe fn scan_impl<T: Num>(
     // SAFETY: forwarded contract.
     let state = unsafe { TileState::new(state) };
     let tid = thread_idx_x() as usize;
-    // SAFETY: thread 0 writes the shared slot; the barrier orders it before
-    // every thread's read (and `block_exclusive_scan`'s barriers come before
-    // anything else touches shared memory).
+    // SAFETY: thread 0 writes the shared slots; the barrier orders those
+    // writes before every thread's read and atomic.
     let tile = unsafe {
         if tid == 0 {
             shared.tile.write(state.next_tile() as u32);
@@ -378,14 +541,23 @@ pub unsafe fn scan_impl<T: Num>(
     if tile >= tiles {
         return; // a grid larger than the tiles (block-uniform)
     }
+    let lane = lane_id() as usize;
+    let warp = warp_id() as usize;
+    let lookback_warp = kernel_abi::scan::lookback_warp(size);
+    if lookback_warp && warp == 0 {
+        // SAFETY: forwarded contract; tile < tiles.
+        unsafe { look_back_warp::<T>(state, tile, shared) };
+        return;
+    }
+    // The warps that hold elements, numbered from 0.
+    let data_warp = if lookback_warp { warp - 1 } else { warp };
     let start = tile * tile_elements;
     let valid = (n - start).min(tile_elements);
     // Block-uniform: whole 16-byte vectors in and out.
     let vectors = valid == tile_elements && (input as usize | output as usize).is_multiple_of(16);
-    let lane = lane_id() as usize;
     // This warp's elements are tile[warp_base..warp_base + 32 * items];
-    // thread `tid` owns tile[tid * items..][..items].
-    let warp_base = warp_id() as usize * 32 * items;
+    // its lane `l` owns tile[warp_base + l * items..][..items].
+    let warp_base = data_warp * 32 * items;
     let first = start + warp_base;
     // SAFETY: the warp's own area of `exchange` (per contract).
     let xs = unsafe { shared.exchange.add(warp_base * size) };
@@ -429,36 +601,17 @@ pub unsafe fn scan_impl<T: Num>(
         }
         r += 1;
     }
-    // SAFETY: the whole block calls it; `warp_totals` per contract.
-    let (exclusive, aggregate) = unsafe { block_exclusive_scan::<T, WARPS>(sum, shared.warp_totals) };
-    let prefix = if tile == 0 {
-        if tid == 0 {
-            // SAFETY: tile 0 < tiles; published once.
-            unsafe { state.publish(0, STATUS_PREFIX, aggregate) };
-        }
-        T::ZERO
-    } else {
-        // SAFETY: tile < tiles; the aggregate is published once before the
-        // prefix (both by thread 0, in that order); tiles `0..tile` were taken
-        // from the counter before this one; lane 0 writes the shared prefix
-        // before the barrier, every thread reads it after.
-        unsafe {
-            if tid == 0 {
-                state.publish(tile, STATUS_AGGREGATE, aggregate);
-            }
-            if warp_id() == 0 {
-                let exclusive_prefix = look_back::<T>(state, tile);
-                if tid == 0 {
-                    state.publish(tile, STATUS_PREFIX, exclusive_prefix.add(aggregate));
-                    shared.prefix.write(exclusive_prefix);
-                }
-            }
-            sync_threads();
-            shared.prefix.read()
+    // SAFETY: every data thread calls one of them (the whole block for
+    // `block_prefix`; the look-back warp meets the data warps at barrier 0);
+    // forwarded contract; tile < tiles.
+    let mut acc = unsafe {
+        if lookback_warp {
+            data_warps_prefix::<T>(sum, state, tile, shared, data_warp)
+        } else {
+            block_prefix::<T>(sum, state, tile, shared)
         }
     };
     let inclusive = mode & MODE_INCLUSIVE != 0;
-    let mut acc = prefix.add(exclusive);
     // SAFETY: each thread rewrites its own vectors in place; the warp
     // barrier orders those writes before the other lanes read them; global
     // stores go below `valid` only (whole vectors only when the tile is

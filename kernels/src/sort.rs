@@ -245,7 +245,7 @@ fn status(state: *mut u32, tile: usize, digit: usize) -> *mut u32 {
 /// whose inclusive count is published.
 ///
 /// # Safety
-/// `state` as for [`onesweep`]; `1 <= tile`; tiles `0..tile` were taken
+/// `state` as for `onesweep`; `1 <= tile`; tiles `0..tile` were taken
 /// from the counter before this one (they run or ran, and publish their
 /// counts without waiting on this tile).
 #[inline(always)]
