@@ -898,6 +898,36 @@ fn arena_large_double_free_on_two_streams_is_refused() {
 /// duplicate after it was displaced into the table), and every byte comes
 /// back.
 #[test]
+fn arena_unchecked_frees_still_serve_and_reuse_the_last_block() {
+    let opts = ArenaOptions::default()
+        .arena_size(64 * MIB)
+        .superblock_size(MIB)
+        .unchecked_frees(true);
+    let mr = ArenaMemoryResource::new(SimulatedMemoryResource::new(GIB), opts).unwrap();
+    let all = mr.free_bytes();
+    let p = mr.allocate(1000, 256, S).unwrap();
+    let q = mr.allocate(1000, 256, S).unwrap();
+    // SAFETY: allocated above with these arguments.
+    unsafe {
+        mr.deallocate(p, 1000, 256, S);
+        mr.deallocate(q, 1000, 256, S);
+    }
+    // Unchecked frees are stashed too: the block freed last comes back,
+    // not the lowest free address (where `p` merged with `q`'s space).
+    let q = mr.allocate(1000, 256, S).unwrap();
+    let r = mr.allocate(1000, 256, S).unwrap();
+    assert!(q > p, "the stashed block, not the best fit");
+    assert_eq!(r, p);
+    fill_and_check(&mr, &[(q, 1000), (r, 1000)], 3000, 1000);
+    // SAFETY: allocated above with these arguments.
+    unsafe {
+        mr.deallocate(q, 1000, 256, S);
+        mr.deallocate(r, 1000, 256, S);
+    }
+    assert_eq!((mr.bad_frees(), mr.free_bytes()), (0, all));
+}
+
+#[test]
 fn arena_block_taken_back_from_the_stash_is_checked() {
     let mr = arena_64m();
     let all = mr.free_bytes();

@@ -42,9 +42,9 @@ pub struct ArenaOptions {
     /// 256; default 4 MiB).
     pub superblock_size: usize,
     /// Trust frees instead of checking them against the live allocations
-    /// (default `false`: checked). Unchecked, a double free of a large
-    /// block, a fake pointer or a wrong size can hand memory out twice; only
-    /// for measured hot paths with trusted callers.
+    /// (default `false`: checked). Unchecked, a double free, a fake pointer
+    /// or a wrong size can hand memory out twice; only for measured hot
+    /// paths with trusted callers.
     pub unchecked_frees: bool,
 }
 
@@ -520,11 +520,13 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 let mut b = lock(&arena.book);
                 // The block this stream freed last, when it has this size.
                 // It is not live anywhere (`take_stash` says why), so its
-                // record skips the duplicate check and the hash table, and
-                // so does its free if it comes before the next such record.
-                // Only checked frees stash, so there is a record to keep.
+                // record, when frees are checked, skips the duplicate check
+                // and the hash table, and so does its free if it comes
+                // before the next such record.
                 if let Some(a) = b.take_stash(size) {
-                    b.live.insert_unique(a, bytes);
+                    if self.inner.checked {
+                        b.live.insert_unique(a, bytes);
+                    }
                     return Some(a);
                 }
                 if let Some(a) = b.allocate(size) {
@@ -672,13 +674,10 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                 }
                 return;
             }
-            // Checked, the block is live (its record was just removed), so
-            // the book may stash it for the next allocation of its size.
-            let outcome = if self.inner.checked {
-                b.free_live(addr, size)
-            } else {
-                b.free(addr, size)
-            };
+            // Checked, the block is live (its record was just removed);
+            // unchecked, the caller vouches for it. Either way the book may
+            // stash it for the next allocation of its size.
+            let outcome = b.free_live(addr, size);
             drop(b);
             match outcome {
                 Freed::Kept => return,

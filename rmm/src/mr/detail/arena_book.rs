@@ -124,9 +124,9 @@ impl ArenaBook {
     }
 
     /// Takes back the block [`free_live`](Self::free_live) stashed, when it
-    /// has `size` bytes. Its address is not live anywhere: its record was
-    /// removed by the checked free that stashed it, and only this book can
-    /// hand it out again.
+    /// has `size` bytes. Its address is not live anywhere: the free that
+    /// stashed it removed its record (when frees are checked), and only
+    /// this book can hand it out again.
     pub fn take_stash(&mut self, size: usize) -> Option<u64> {
         let p = self.stash.filter(|p| p.size == size)?;
         self.stash = None;
@@ -192,10 +192,11 @@ impl ArenaBook {
     }
 
     /// Frees `[addr, addr + size)`, a block this arena handed out and that
-    /// is live (the caller checked it against its live record, so it cannot
-    /// overlap free memory): it becomes the block the next allocation of its
-    /// size takes back, and the block stashed before it is merged now, with
-    /// [`free`](Self::free)'s outcome for that one.
+    /// is live (the caller checked it against its live record, or trusts
+    /// its caller, so it does not overlap free memory): it becomes the block
+    /// the next allocation of its size takes back, and the block stashed
+    /// before it is merged now, with [`free`](Self::free)'s outcome for
+    /// that one.
     pub fn free_live(&mut self, addr: u64, size: usize) -> Freed {
         let Some((s, sb_size)) = self.containing_cached(addr) else {
             return Freed::NotOwned;
