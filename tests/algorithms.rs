@@ -625,6 +625,31 @@ fn ptx_kernels_use_no_local_memory_and_declare_shared_once() {
     }
 }
 
+/// Shared memory is addressed as such (`ld.shared`/`st.shared`), not
+/// through generic loads and stores: `shared_bytes!` assumes its address is
+/// shared, and `build.rs`'s LLVM pipeline infers the address space before
+/// the standard pipeline drops that assumption (docs/toolchain.md). Every
+/// entry that declares a shared array writes it, and the onesweep and scan
+/// entries read it, with shared instructions.
+#[test]
+fn ptx_shared_arrays_are_addressed_as_shared() {
+    for (name, body) in entries(rmm_suite::kernels::PTX) {
+        if !body.contains(".shared .align 16 .b8 ") {
+            continue;
+        }
+        assert!(
+            body.contains("st.shared."),
+            "{name} writes shared memory only generically"
+        );
+        if name.contains("onesweep") || name.starts_with("rmm_scan_") {
+            assert!(
+                body.contains("ld.shared."),
+                "{name} reads shared memory only generically"
+            );
+        }
+    }
+}
+
 /// Every entry carries exactly the launch bounds `kernel_abi::launch_bounds`
 /// gives it (`.maxntid` and `.minnctapersm` between its parameters and its
 /// body), and no other entry has any: the register budgets the scan and
