@@ -865,7 +865,19 @@ fn fixed_size_free_of_never_allocated_block_aligned_address_is_refused() {
 }
 
 fn arena_64m() -> ArenaMemoryResource<SimulatedMemoryResource> {
-    let opts = ArenaOptions::default().arena_size(64 * MIB).superblock_size(MIB);
+    arena_64m_with(false)
+}
+
+/// [`arena_64m`] with its frees trusted, not checked.
+fn arena_64m_unchecked() -> ArenaMemoryResource<SimulatedMemoryResource> {
+    arena_64m_with(true)
+}
+
+fn arena_64m_with(unchecked: bool) -> ArenaMemoryResource<SimulatedMemoryResource> {
+    let opts = ArenaOptions::default()
+        .arena_size(64 * MIB)
+        .superblock_size(MIB)
+        .unchecked_frees(unchecked);
     ArenaMemoryResource::new(SimulatedMemoryResource::new(GIB), opts).unwrap()
 }
 
@@ -899,11 +911,7 @@ fn arena_large_double_free_on_two_streams_is_refused() {
 /// back.
 #[test]
 fn arena_unchecked_frees_still_serve_and_reuse_the_last_block() {
-    let opts = ArenaOptions::default()
-        .arena_size(64 * MIB)
-        .superblock_size(MIB)
-        .unchecked_frees(true);
-    let mr = ArenaMemoryResource::new(SimulatedMemoryResource::new(GIB), opts).unwrap();
+    let mr = arena_64m_unchecked();
     let all = mr.free_bytes();
     let p = mr.allocate(1000, 256, S).unwrap();
     let q = mr.allocate(1000, 256, S).unwrap();
@@ -925,6 +933,31 @@ fn arena_unchecked_frees_still_serve_and_reuse_the_last_block() {
         mr.deallocate(r, 1000, 256, S);
     }
     assert_eq!((mr.bad_frees(), mr.free_bytes()), (0, all));
+}
+
+/// Unchecked, a double free is trusted and stashed; the block stashed
+/// before it overlaps free memory when the next free merges it, and is
+/// reported and dropped there, so nothing is handed out twice.
+#[test]
+fn arena_unchecked_double_free_is_dropped_when_its_stash_is_merged() {
+    let mr = arena_64m_unchecked();
+    let all = mr.free_bytes();
+    let a = mr.allocate(1000, 256, S).unwrap();
+    let b = mr.allocate(1000, 256, S).unwrap();
+    let c = mr.allocate(1000, 256, S).unwrap();
+    let before = errors();
+    // SAFETY: allocated above; the second free of `a` is the misuse under
+    // test, which unchecked frees trust.
+    unsafe {
+        mr.deallocate(a, 1000, 256, S);
+        mr.deallocate(b, 1000, 256, S);
+        mr.deallocate(a, 1000, 256, S);
+        mr.deallocate(c, 1000, 256, S);
+    }
+    assert_eq!(errors() - before, 1, "the stashed double free is reported once");
+    assert_eq!(mr.free_bytes(), all);
+    fill_and_check(&mr, &[], 3000, 1000);
+    assert_eq!(mr.free_bytes(), all);
 }
 
 #[test]

@@ -693,6 +693,12 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                     );
                     return;
                 }
+                Freed::StashedOverlap(a, n) => {
+                    log::error!(
+                        "ArenaMemoryResource: {a:#x} ({n} bytes), freed earlier on this stream, overlaps free memory (double free?); dropped"
+                    );
+                    return;
+                }
                 Freed::NotOwned => {}
             }
             // Another arena's block, or one the global arena owns.
@@ -711,7 +717,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                             g.disown(s);
                             g.free(s, n);
                         }
-                        Freed::Overlap | Freed::NotOwned => {
+                        Freed::Overlap | Freed::StashedOverlap(..) | Freed::NotOwned => {
                             log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) does not match its arena; ignored");
                         }
                     }

@@ -26,6 +26,11 @@ pub(crate) enum Freed {
     Release(u64, usize),
     /// The block overlaps free memory (a double free): nothing changed.
     Overlap,
+    /// From [`ArenaBook::free_live`]: the freed block is stashed, but the
+    /// block stashed before it, `(address, size)`, overlapped free memory
+    /// when merged (a double free that unchecked frees trusted) and was
+    /// dropped.
+    StashedOverlap(u64, usize),
 }
 
 /// One arena: superblocks taken from the global arena and their free blocks
@@ -196,7 +201,7 @@ impl ArenaBook {
     /// its caller, so it does not overlap free memory): it becomes the block
     /// the next allocation of its size takes back, and the block stashed
     /// before it is merged now, with [`free`](Self::free)'s outcome for
-    /// that one.
+    /// that one ([`Freed::StashedOverlap`] for its overlap).
     pub fn free_live(&mut self, addr: u64, size: usize) -> Freed {
         let Some((s, sb_size)) = self.containing_cached(addr) else {
             return Freed::NotOwned;
@@ -210,7 +215,10 @@ impl ArenaBook {
             superblock: (s, sb_size),
         }) {
             None => Freed::Kept,
-            Some(p) => self.free_in(p.addr, p.size, p.superblock.0, p.superblock.1),
+            Some(p) => match self.free_in(p.addr, p.size, p.superblock.0, p.superblock.1) {
+                Freed::Overlap => Freed::StashedOverlap(p.addr, p.size),
+                outcome => outcome,
+            },
         }
     }
 
