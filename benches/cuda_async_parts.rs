@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `driver` | `cuMemAllocFromPoolAsync` + `cuMemFreeAsync`, raw (cudarc's `sys`) |
 //! | `driver+device_query` | the same plus one `cuCtxGetDevice` per call, the check that the resource's device is current |
-//! | `resource` | `CudaAsyncMemoryResource::allocate` / `deallocate` called directly |
+//! | `resource` | `CudaAsyncMemoryResource::allocate` / `deallocate` called directly (with one visible device its device check asks the driver nothing: `device::ensure_current`) |
 //! | `shared` | the same resource behind `SharedResource` (`dyn MemoryResource`), as `alloc_workloads` and every container call it |
 //!
 //! Each layer runs `ROUNDS` times, interleaved with the others (the spread

@@ -204,17 +204,24 @@ pub fn init() -> Result<()> {
     .clone()
 }
 
-/// Number of CUDA devices; 0 when the driver cannot initialise.
+/// Number of CUDA devices; 0 when the driver cannot initialise. Asked of
+/// the driver once: the visible devices of a process do not change.
 pub fn device_count() -> usize {
+    if let Some(&n) = DEVICE_COUNT.get() {
+        return n;
+    }
     if init().is_err() {
         return 0;
     }
     let mut n = 0;
     match call!(cuDeviceGetCount(&mut n)) {
-        Ok(()) => n.max(0) as usize,
+        Ok(()) => *DEVICE_COUNT.get_or_init(|| n.max(0) as usize),
         Err(_) => 0,
     }
 }
+
+/// [`device_count`] once the driver answered.
+static DEVICE_COUNT: OnceLock<usize> = OnceLock::new();
 
 /// Primary contexts retained so far, by device ordinal (addresses; 0: not
 /// yet). No lock: a device's context is retained outside any lock of ours
