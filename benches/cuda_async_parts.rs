@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `driver` | `cuMemAllocFromPoolAsync` + `cuMemFreeAsync`, raw (cudarc's `sys`) |
 //! | `driver+device_query` | the same plus one `cuCtxGetDevice` per call, the check that the resource's device is current |
+//! | `driver+context_query` | the same plus one `cuCtxGetCurrent` per call: a cheaper check to weigh for several devices (compare the current context with the device's primary one) |
 //! | `resource` | `CudaAsyncMemoryResource::allocate` / `deallocate` called directly (with one visible device its device check asks the driver nothing: `device::ensure_current`) |
 //! | `shared` | the same resource behind `SharedResource` (`dyn MemoryResource`), as `alloc_workloads` and every container call it |
 //!
@@ -26,23 +27,41 @@ const PAIRS: usize = 200_000;
 const ROUNDS: usize = 7;
 const ALIGN: usize = 256;
 
-fn driver_pairs(pool: usize, stream: usize, size: usize, query_device: bool) -> f64 {
+/// The per-call query a `driver*` layer adds before each driver call.
+#[derive(Clone, Copy)]
+enum Query {
+    None,
+    Device,
+    Context,
+}
+
+#[inline(always)]
+fn query(q: Query) {
+    let mut dev = 0;
+    let mut ctx: cu::CUcontext = std::ptr::null_mut();
+    match q {
+        Query::None => {}
+        // SAFETY: a valid out-pointer; a context is current (the resource made it).
+        Query::Device => unsafe {
+            cu::cuCtxGetDevice(&mut dev);
+        },
+        // SAFETY: a valid out-pointer.
+        Query::Context => unsafe {
+            cu::cuCtxGetCurrent(&mut ctx);
+        },
+    }
+}
+
+fn driver_pairs(pool: usize, stream: usize, size: usize, q: Query) -> f64 {
     let t0 = Instant::now();
     for _ in 0..PAIRS {
         let mut p: cu::CUdeviceptr = 0;
-        let mut dev = 0;
-        if query_device {
-            // SAFETY: a valid out-pointer; a context is current (the resource made it).
-            unsafe { cu::cuCtxGetDevice(&mut dev) };
-        }
+        query(q);
         // SAFETY: `pool` and `stream` are live handles of the current device;
         // `p` is a valid out-pointer.
         let r = unsafe { cu::cuMemAllocFromPoolAsync(&mut p, size, pool as _, stream as _) };
         assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "cuMemAllocFromPoolAsync");
-        if query_device {
-            // SAFETY: as above.
-            unsafe { cu::cuCtxGetDevice(&mut dev) };
-        }
+        query(q);
         // SAFETY: `p` was just allocated on `stream` and is unused.
         let r = unsafe { cu::cuMemFreeAsync(p, stream as _) };
         assert_eq!(r, cu::CUresult::CUDA_SUCCESS, "cuMemFreeAsync");
@@ -71,13 +90,20 @@ fn main() {
     let (pool, raw) = (mr.pool_handle(), stream.view().as_raw());
     println!("layer,size,best_ns_per_op,median_ns_per_op");
     for size in [256usize, 1 << 20] {
-        let layers = ["driver", "driver+device_query", "resource", "shared"];
+        let layers = [
+            "driver",
+            "driver+device_query",
+            "driver+context_query",
+            "resource",
+            "shared",
+        ];
         let mut secs: Vec<Vec<f64>> = vec![Vec::new(); layers.len()];
         for _ in 0..ROUNDS {
             for (i, layer) in layers.iter().enumerate() {
                 let s = match *layer {
-                    "driver" => driver_pairs(pool, raw, size, false),
-                    "driver+device_query" => driver_pairs(pool, raw, size, true),
+                    "driver" => driver_pairs(pool, raw, size, Query::None),
+                    "driver+device_query" => driver_pairs(pool, raw, size, Query::Device),
+                    "driver+context_query" => driver_pairs(pool, raw, size, Query::Context),
                     "resource" => resource_pairs(&mr, stream.view(), size),
                     _ => resource_pairs(shared.inner(), stream.view(), size),
                 };
