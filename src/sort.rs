@@ -165,7 +165,13 @@ unsafe fn radix_passes<K: RadixKey>(
 ) -> Result<()> {
     let k = Kernels::current()?;
     let passes = std::mem::size_of::<K>(); // one digit per byte: 4 or 8 (even)
-    let (items, histogram, onesweep) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some());
+    let mode = K::MODE
+        | if order == Order::Descending {
+            MODE_DESCENDING
+        } else {
+            0
+        };
+    let (items, histogram, onesweep) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some(), mode == 0);
     let plan = Plan::new(n, items);
     let stride = plan.bases_stride();
 
@@ -179,12 +185,6 @@ unsafe fn radix_passes<K: RadixKey>(
     let bases = policy.scratch::<u32>(passes * stride)?;
     let state = policy.scratch::<u32>(state_words(plan.portion_tiles.min(plan.tiles)))?;
 
-    let mode = K::MODE
-        | if order == Order::Descending {
-            MODE_DESCENDING
-        } else {
-            0
-        };
     let resident = k.max_active_blocks(histogram, BLOCK)? as usize * k.multiprocessors as usize;
     let hist_grid = n.div_ceil(BLOCK as usize * HIST_BATCH).min(resident.max(1)) as u32;
     let (mut keys, mut cnt, mut md, mut hp, mut bp, mut st) = (

@@ -681,21 +681,52 @@ fn ptx_launch_bounds_match_kernel_abi() {
 fn ptx_radix_kernels_use_warp_votes_and_shared_memory() {
     let all = entries(rmm_suite::kernels::PTX);
     let body = |n: &str| all.iter().find(|(k, _)| k == n).map(|(_, b)| b.clone()).unwrap();
-    for k in ["rmm_radix_onesweep_32", "rmm_radix_onesweep_pairs_64"] {
+    for k in [
+        "rmm_radix_onesweep_32",
+        "rmm_radix_onesweep_plain_32",
+        "rmm_radix_onesweep_pairs_64",
+    ] {
         let b = body(k);
         assert!(b.contains("vote.sync.ballot.b32"), "{k}");
         assert!(b.contains("bar.warp.sync"), "{k}");
         assert!(b.contains(".shared .align 16 .b8 rmm_radix_keys["), "{k}");
     }
-    for k in ["rmm_radix_onesweep_32", "rmm_radix_onesweep_64"] {
+    for k in [
+        "rmm_radix_onesweep_32",
+        "rmm_radix_onesweep_64",
+        "rmm_radix_onesweep_plain_32",
+        "rmm_radix_onesweep_plain_64",
+    ] {
         // The look-back words are read and written as single-copy atomics.
         let b = body(k);
         assert!(b.contains("ld.relaxed.gpu.global.u32"), "{k}");
         assert!(b.contains("st.relaxed.gpu.global.u32"), "{k}");
         assert!(b.contains("atom.relaxed.gpu.global.add.u32"), "{k}");
     }
-    for k in ["rmm_radix_histogram_32", "rmm_radix_histogram_64"] {
+    for k in [
+        "rmm_radix_histogram_32",
+        "rmm_radix_histogram_64",
+        "rmm_radix_histogram_plain_32",
+        "rmm_radix_histogram_plain_64",
+    ] {
         assert!(body(k).contains("red.shared.add.u32"), "{k}");
+    }
+    // The plain kernels' digit is a shift and a mask: they never read their
+    // `mode` parameter (the 6th of a onesweep, the 3rd of a histogram),
+    // while the general ones do.
+    for (k, mode) in [("onesweep", 5), ("histogram", 2)] {
+        for w in ["32", "64"] {
+            let general = format!("rmm_radix_{k}_{w}");
+            let plain = format!("rmm_radix_{k}_plain_{w}");
+            assert!(
+                body(&general).contains(&format!("[{general}_param_{mode}]")),
+                "{general}"
+            );
+            assert!(
+                !body(&plain).contains(&format!("[{plain}_param_{mode}]")),
+                "{plain}"
+            );
+        }
     }
     assert!(body("rmm_reduce_sum_f64").contains("shfl.sync.bfly.b32"));
 }
@@ -733,8 +764,10 @@ fn ptx_kernel_parameters_match_the_host_launchers() {
     for w in ["32", "64"] {
         // (keys, n, mode: u32, hist)
         check(&format!("rmm_radix_histogram_{w}"), "p 8 4 p");
+        check(&format!("rmm_radix_histogram_plain_{w}"), "p 8 4 p");
         // (keys_in, keys_out, n, first_tile, shift: u32, mode: u32, state, bases_in, bases_out)
         check(&format!("rmm_radix_onesweep_{w}"), "p p 8 8 4 4 p p p");
+        check(&format!("rmm_radix_onesweep_plain_{w}"), "p p 8 8 4 4 p p p");
         // (keys_in, keys_out, vals_in, vals_out, n, first_tile, shift, mode, state, bases_in, bases_out)
         check(&format!("rmm_radix_onesweep_pairs_{w}"), "p p p p 8 8 4 4 p p p");
     }

@@ -321,26 +321,46 @@ pub mod sort {
     pub const ONESWEEP_64: &str = "rmm_radix_onesweep_64";
     /// As [`ONESWEEP_PAIRS_32`] for 64-bit keys.
     pub const ONESWEEP_PAIRS_64: &str = "rmm_radix_onesweep_pairs_64";
+    /// [`HISTOGRAM_32`] for plain keys (`mode` 0: unsigned, ascending), which
+    /// ignores its `mode` argument: a digit is a shift and a mask.
+    pub const HISTOGRAM_PLAIN_32: &str = "rmm_radix_histogram_plain_32";
+    /// [`HISTOGRAM_64`] for plain keys.
+    pub const HISTOGRAM_PLAIN_64: &str = "rmm_radix_histogram_plain_64";
+    /// [`ONESWEEP_32`] for plain keys (same parameters, `mode` ignored).
+    pub const ONESWEEP_PLAIN_32: &str = "rmm_radix_onesweep_plain_32";
+    /// [`ONESWEEP_64`] for plain keys.
+    pub const ONESWEEP_PLAIN_64: &str = "rmm_radix_onesweep_plain_64";
 
     /// The kernels of one sort: `(items per thread, histogram, onesweep)`
-    /// for 64-bit keys if `wide`, with `u32` values if `pairs`.
-    pub const fn kernels(wide: bool, pairs: bool) -> (usize, &'static str, &'static str) {
-        match (wide, pairs) {
-            (false, false) => (ITEMS_32, HISTOGRAM_32, ONESWEEP_32),
-            (false, true) => (ITEMS_32_PAIRS, HISTOGRAM_32, ONESWEEP_PAIRS_32),
-            (true, false) => (ITEMS_64, HISTOGRAM_64, ONESWEEP_64),
-            (true, true) => (ITEMS_64_PAIRS, HISTOGRAM_64, ONESWEEP_PAIRS_64),
+    /// for 64-bit keys if `wide`, with `u32` values if `pairs`, and for
+    /// plain keys (`mode` 0) if `plain`. Plain keys alone run kernels whose
+    /// digit is a shift and a mask; with values they share the general
+    /// onesweep (only their histogram is plain).
+    pub const fn kernels(wide: bool, pairs: bool, plain: bool) -> (usize, &'static str, &'static str) {
+        match (wide, pairs, plain) {
+            (false, false, false) => (ITEMS_32, HISTOGRAM_32, ONESWEEP_32),
+            (false, false, true) => (ITEMS_32, HISTOGRAM_PLAIN_32, ONESWEEP_PLAIN_32),
+            (false, true, false) => (ITEMS_32_PAIRS, HISTOGRAM_32, ONESWEEP_PAIRS_32),
+            (false, true, true) => (ITEMS_32_PAIRS, HISTOGRAM_PLAIN_32, ONESWEEP_PAIRS_32),
+            (true, false, false) => (ITEMS_64, HISTOGRAM_64, ONESWEEP_64),
+            (true, false, true) => (ITEMS_64, HISTOGRAM_PLAIN_64, ONESWEEP_PLAIN_64),
+            (true, true, false) => (ITEMS_64_PAIRS, HISTOGRAM_64, ONESWEEP_PAIRS_64),
+            (true, true, true) => (ITEMS_64_PAIRS, HISTOGRAM_PLAIN_64, ONESWEEP_PAIRS_64),
         }
     }
 
     /// Every sort kernel name.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 11] = [
         HISTOGRAM_32,
         HISTOGRAM_64,
+        HISTOGRAM_PLAIN_32,
+        HISTOGRAM_PLAIN_64,
         OFFSETS,
         ONESWEEP_32,
+        ONESWEEP_PLAIN_32,
         ONESWEEP_PAIRS_32,
         ONESWEEP_64,
+        ONESWEEP_PLAIN_64,
         ONESWEEP_PAIRS_64,
     ];
 }
@@ -383,8 +403,10 @@ pub const fn launch_bounds(name: &str) -> Option<(u32, u32)> {
     }
     let sweeps = [
         (sort::ONESWEEP_32, sort::MIN_BLOCKS_PER_SM_32),
+        (sort::ONESWEEP_PLAIN_32, sort::MIN_BLOCKS_PER_SM_32),
         (sort::ONESWEEP_PAIRS_32, sort::MIN_BLOCKS_PER_SM_32_PAIRS),
         (sort::ONESWEEP_64, sort::MIN_BLOCKS_PER_SM_64),
+        (sort::ONESWEEP_PLAIN_64, sort::MIN_BLOCKS_PER_SM_64),
         (sort::ONESWEEP_PAIRS_64, sort::MIN_BLOCKS_PER_SM_64_PAIRS),
     ];
     let mut s = 0;
@@ -462,7 +484,19 @@ mod tests {
         assert_eq!(scan::tiles(4, 8193), 2);
         assert_eq!(sort::RADIX, 256);
         assert_eq!(elementwise::fill(3), None);
-        assert_eq!(sort::kernels(true, true).0, sort::ITEMS_64_PAIRS);
+        assert_eq!(sort::kernels(true, true, false).0, sort::ITEMS_64_PAIRS);
+        assert_eq!(
+            sort::kernels(false, false, true),
+            (sort::ITEMS_32, sort::HISTOGRAM_PLAIN_32, sort::ONESWEEP_PLAIN_32)
+        );
+        assert_eq!(
+            sort::kernels(true, true, true),
+            (
+                sort::ITEMS_64_PAIRS,
+                sort::HISTOGRAM_PLAIN_64,
+                sort::ONESWEEP_PAIRS_64
+            )
+        );
         // Every count of a portion fits the look-back word's value bits.
         for items in [
             sort::ITEMS_32,
@@ -487,7 +521,12 @@ mod tests {
             launch_bounds(sort::ONESWEEP_PAIRS_64),
             Some((BLOCK, sort::MIN_BLOCKS_PER_SM_64_PAIRS))
         );
+        assert_eq!(
+            launch_bounds(sort::ONESWEEP_PLAIN_64),
+            Some((BLOCK, sort::MIN_BLOCKS_PER_SM_64))
+        );
         assert_eq!(launch_bounds(sort::HISTOGRAM_32), None);
-        assert_eq!(ALL.iter().filter(|n| launch_bounds(n).is_some()).count(), 10);
+        assert_eq!(launch_bounds(sort::HISTOGRAM_PLAIN_32), None);
+        assert_eq!(ALL.iter().filter(|n| launch_bounds(n).is_some()).count(), 12);
     }
 }

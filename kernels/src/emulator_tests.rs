@@ -147,13 +147,21 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
     let hp = P::of(hist.as_mut_ptr());
     let bp = P::of(bases.as_mut_ptr());
     let pairs = vals.is_some();
+    // Plain keys run the plain kernels, as on the GPU.
+    let plain = mode == 0;
     // SAFETY: buffers sized as the kernels require.
     launch(3, BLOCK as u32, || unsafe {
         let h = crate::shared_bytes!(rmm_radix_hist, histogram_words(passes) * 4) as *mut u32;
         if passes == 4 {
-            histogram::<K, 4>(kp.get(), n, mode, hp.get(), h)
+            if plain {
+                histogram::<K, 4, true>(kp.get(), n, mode, hp.get(), h)
+            } else {
+                histogram::<K, 4, false>(kp.get(), n, mode, hp.get(), h)
+            }
+        } else if plain {
+            histogram::<K, 8, true>(kp.get(), n, mode, hp.get(), h)
         } else {
-            histogram::<K, 8>(kp.get(), n, mode, hp.get(), h)
+            histogram::<K, 8, false>(kp.get(), n, mode, hp.get(), h)
         }
     });
     // SAFETY: `hist` holds passes * RADIX words, `bases` passes * stride.
@@ -183,11 +191,12 @@ fn radix_sort<K: SortKey + Send + Sync + Default, const ITEMS: usize>(
                 warp_totals: crate::shared_bytes!(rmm_radix_wtot, 64) as *mut u32,
                 tile: crate::shared_bytes!(rmm_radix_tile, 4) as *mut u32,
             };
-            // One instantiation per mode; keys alone pass no value buffers.
-            let sweep = if pairs {
-                onesweep::<K, ITEMS, true>
-            } else {
-                onesweep::<K, ITEMS, false>
+            // The kernel the host picks (`kernel_abi::sort::kernels`); keys
+            // alone pass no value buffers.
+            let sweep = match (pairs, plain) {
+                (true, _) => onesweep::<K, ITEMS, true, false>,
+                (false, true) => onesweep::<K, ITEMS, false, true>,
+                (false, false) => onesweep::<K, ITEMS, false, false>,
             };
             let (vin, vout) = if pairs { (vsrc, vdst) } else { (P(0), P(0)) };
             // SAFETY: as above; `state` is zero and this launch's own.
@@ -296,6 +305,16 @@ fn radix_sort_64_bit_keys_and_pairs() {
     radix_sort::<u64, ITEMS_64_PAIRS>(&mut keys, Some(&mut vals), 0, 2, ONE_PORTION);
     let got: Vec<(u64, u32)> = keys.iter().copied().zip(vals.iter().copied()).collect();
     assert!(got == want, "u64 pairs");
+
+    // Plain u64 keys alone (the plain kernels): 3 tiles of 4096 over 2
+    // blocks, the last one partial, with few distinct high digits.
+    let mut keys: Vec<u64> = (0..9_000)
+        .map(|_| (r.next() % 5) << 61 | r.next() >> 40)
+        .collect();
+    let mut want = keys.clone();
+    want.sort();
+    radix_sort::<u64, ITEMS_64>(&mut keys, None, 0, 2, ONE_PORTION);
+    assert!(keys == want, "plain u64 keys");
 
     // 3 tiles of 4096 in one block, the last one partial.
     let mut f: Vec<u64> = (0..9_000).map(|i| ((i % 50) as f64 - 25.0).to_bits()).collect();

@@ -126,15 +126,17 @@ pub const fn histogram_copies(passes: usize) -> usize {
 /// # Safety
 /// `keys` holds `n` keys; `hist` holds `PASSES * RADIX` words only accessed
 /// atomically while the kernel runs; `s_hist` is shared memory for
-/// `histogram_words(PASSES)` words; 256-thread blocks.
+/// `histogram_words(PASSES)` words; 256-thread blocks. With `PLAIN` the
+/// keys are plain (`mode` is taken as 0, see [`onesweep`]).
 #[inline(always)]
-pub(crate) unsafe fn histogram<K: SortKey, const PASSES: usize>(
+pub(crate) unsafe fn histogram<K: SortKey, const PASSES: usize, const PLAIN: bool>(
     keys: *const K,
     n: usize,
     mode: u32,
     hist: *mut u32,
     s_hist: *mut u32,
 ) {
+    let mode = if PLAIN { 0 } else { mode };
     let tid = thread_idx_x() as usize;
     let copies = histogram_copies(PASSES);
     let words = histogram_words(PASSES);
@@ -281,9 +283,15 @@ pub unsafe fn look_back(state: *mut u32, tile: usize, d: usize) -> u32 {
 /// first key of the portion (the offsets kernel's, or the previous portion's
 /// `bases_out`), `bases_out` `RADIX` words to receive the next portion's;
 /// shared regions as declared by the kernels below.
+///
+/// `PLAIN`: the keys are plain (unsigned, ascending) and `mode` is taken as
+/// 0, so that a digit is a shift and a mask. Plain keys get kernels of their
+/// own rather than a branch on `mode` inside one kernel: the assembler
+/// budgets registers per kernel, and a second copy of the body in the same
+/// kernel made both copies spill (session 11, call E).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool>(
+pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool, const PLAIN: bool>(
     keys_in: *const K,
     keys_out: *mut K,
     vals_in: *const u32,
@@ -297,6 +305,7 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool>
     bases_out: *mut u32,
     s: SweepShared<K>,
 ) {
+    let mode = if PLAIN { 0 } else { mode };
     let tile_len = BLOCK * ITEMS;
     let tid = thread_idx_x() as usize;
     let lane = lane_id();
@@ -507,9 +516,10 @@ pub unsafe extern "ptx-kernel" fn rmm_radix_offsets(hist: *const u32, bases: *mu
     unsafe { offsets(hist, bases, stride, warp_totals) }
 }
 
-macro_rules! radix_kernels {
-    ($hist:ident, $sweep:ident, $pairs:ident: $k:ty, $passes:expr, $items:expr, $pair_items:expr) => {
-        /// Digit counts of every pass: adds them to `hist[pass * 256 + digit]`.
+macro_rules! radix_keys_kernels {
+    ($hist:ident, $sweep:ident: $k:ty, $passes:expr, $items:expr, $plain:expr) => {
+        /// Digit counts of every pass: adds them to `hist[pass * 256 + digit]`
+        /// (the `_plain_` kernels: plain keys, `mode` ignored).
         ///
         /// # Safety
         /// `keys` holds `n` keys; `hist` holds `passes * 256` words (zeroed
@@ -519,11 +529,12 @@ macro_rules! radix_kernels {
         pub unsafe extern "ptx-kernel" fn $hist(keys: *const $k, n: usize, mode: u32, hist: *mut u32) {
             let s = crate::shared_bytes!(rmm_radix_hist, histogram_words($passes) * 4) as *mut u32;
             // SAFETY: forwarded host contract; `s` holds histogram_words words.
-            unsafe { histogram::<$k, { $passes }>(keys, n, mode, hist, s) }
+            unsafe { histogram::<$k, { $passes }, { $plain }>(keys, n, mode, hist, s) }
         }
 
         /// One onesweep pass (keys only) over one portion: stable scatter
-        /// by the digit at `shift`.
+        /// by the digit at `shift` (the `_plain_` kernels: plain keys,
+        /// `mode` ignored).
         ///
         /// # Safety
         /// As [`onesweep`], with null value pointers.
@@ -544,7 +555,7 @@ macro_rules! radix_kernels {
             let s = sweep_shared!($k, BLOCK * $items * core::mem::size_of::<$k>(), 16);
             // SAFETY: forwarded host contract; the value pointers are unused.
             unsafe {
-                onesweep::<$k, { $items }, false>(
+                onesweep::<$k, { $items }, false, { $plain }>(
                     keys_in,
                     keys_out,
                     core::ptr::null(),
@@ -560,6 +571,13 @@ macro_rules! radix_kernels {
                 )
             }
         }
+    };
+}
+
+macro_rules! radix_kernels {
+    ($hist:ident, $sweep:ident, $pairs:ident, $hist_plain:ident, $sweep_plain:ident: $k:ty, $passes:expr, $items:expr, $pair_items:expr) => {
+        radix_keys_kernels!($hist, $sweep: $k, $passes, $items, false);
+        radix_keys_kernels!($hist_plain, $sweep_plain: $k, $passes, $items, true);
 
         /// One onesweep pass over one portion for key-value pairs (`u32`
         /// values move with their keys).
@@ -589,7 +607,7 @@ macro_rules! radix_kernels {
             );
             // SAFETY: forwarded host contract.
             unsafe {
-                onesweep::<$k, { $pair_items }, true>(
+                onesweep::<$k, { $pair_items }, true, false>(
                     keys_in, keys_out, vals_in, vals_out, n, first_tile, shift, mode, state, bases_in,
                     bases_out, s,
                 )
@@ -601,7 +619,9 @@ macro_rules! radix_kernels {
 radix_kernels!(
     rmm_radix_histogram_32,
     rmm_radix_onesweep_32,
-    rmm_radix_onesweep_pairs_32: u32,
+    rmm_radix_onesweep_pairs_32,
+    rmm_radix_histogram_plain_32,
+    rmm_radix_onesweep_plain_32: u32,
     4,
     ITEMS_32,
     ITEMS_32_PAIRS
@@ -609,7 +629,9 @@ radix_kernels!(
 radix_kernels!(
     rmm_radix_histogram_64,
     rmm_radix_onesweep_64,
-    rmm_radix_onesweep_pairs_64: u64,
+    rmm_radix_onesweep_pairs_64,
+    rmm_radix_histogram_plain_64,
+    rmm_radix_onesweep_plain_64: u64,
     8,
     ITEMS_64,
     ITEMS_64_PAIRS
