@@ -46,7 +46,8 @@ step() {
       # one at a time every binary passes in seconds. Small sizes, and the sort
       # binary only through its each_kernel_once tests (every sort kernel,
       # several tiles, a partial one; one key type per width covers every
-      # kernel), one process per kernel family.
+      # kernel: unsigned ascending runs the plain kernels, descending the
+      # general ones), one process per kernel family.
       RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
         ONLY_BINS="algorithms fill copy container_ops" \
         bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1

@@ -51,6 +51,12 @@
 //! [`MODE_FLOAT`] flips all bits of negative values and the sign bit of
 //! others (IEEE floats: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN),
 //! [`MODE_DESCENDING`] then inverts every bit (descending, still stable).
+//! Plain keys (`mode` 0: unsigned, ascending) run kernels of their own
+//! (`rmm_radix_histogram_plain_*`, `rmm_radix_onesweep_plain_*`), built
+//! from the same bodies with `mode` fixed at 0, where a digit is a shift
+//! and a mask. In session 12 (call A, three alternating rounds on an H200)
+//! they took `u32` 2^28 from 38.87 to 40.19 Gkeys/s and `u64` 2^28 from
+//! 15.20 to 16.11 (the 64-bit one at 3 blocks per multiprocessor).
 //!
 //! Tiles: 256 threads × `ITEMS` keys: 24 for 32-bit keys alone, 16 for
 //! 32-bit keys with values and for 64-bit keys alone, 8 for 64-bit keys
