@@ -65,6 +65,12 @@ pub fn current_device() -> Result<DeviceId> {
     driver::current_device().map(DeviceId)
 }
 
+/// True when `device` is device 0 and the only visible device: every
+/// context is then its context, so a resource of it needs no device check.
+pub(crate) fn is_only_device(device: DeviceId) -> bool {
+    device == DeviceId(0) && driver::device_count() == 1
+}
+
 /// Reports `what`, a resource of `device`, used while another device is
 /// current.
 ///
@@ -77,7 +83,7 @@ pub fn current_device() -> Result<DeviceId> {
 /// [`Error::Logic`](crate::Error::Logic) naming both devices; the driver's
 /// error when no GPU is usable.
 pub(crate) fn ensure_current(what: &str, device: DeviceId) -> Result<()> {
-    if device == DeviceId(0) && driver::device_count() == 1 {
+    if is_only_device(device) {
         return driver::ensure_context();
     }
     let current = current_device()?;

@@ -304,6 +304,13 @@ pub fn ensure_context() -> Result<()> {
     if HAS_CONTEXT.with(|c| c.get()) {
         return Ok(());
     }
+    make_context_current()
+}
+
+/// [`ensure_context`] without its per-thread shortcut: asks the driver
+/// whether this thread has a current context and makes device 0's primary
+/// context current if not.
+fn make_context_current() -> Result<()> {
     init()?;
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
     call!(cuCtxGetCurrent(&mut ctx))?;
@@ -313,6 +320,26 @@ pub fn ensure_context() -> Result<()> {
     }
     HAS_CONTEXT.with(|c| c.set(true));
     Ok(())
+}
+
+/// Runs the driver call `f` without asking first whether this thread has a
+/// current context: where the driver reports none
+/// (`CUDA_ERROR_INVALID_CONTEXT`), it makes one current
+/// ([`make_context_current`]) and runs `f` once more.
+///
+/// The stream-ordered pool calls use it on their hot path. A call that
+/// succeeds then costs no thread-local lookup, and in a shared library (a
+/// Python extension, any `cdylib`) every such lookup is a call to
+/// `__tls_get_addr`. Session 12 measured the difference beside RMM in one
+/// process (`benches/rmm_ab`): see `docs/perf/h200-2026-12-01-s12`.
+fn with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresult> {
+    init()?;
+    let status = f();
+    if status != cu::CUresult::CUDA_ERROR_INVALID_CONTEXT {
+        return Ok(status);
+    }
+    make_context_current()?;
+    Ok(f())
 }
 
 /// Ordinal of the device whose context is current on this thread.
@@ -449,12 +476,15 @@ pub unsafe fn mem_free_host(ptr: DevicePtr) -> Result<()> {
 
 /// `cuMemAllocFromPoolAsync`.
 pub fn mem_alloc_from_pool_async(bytes: usize, pool: usize, stream: usize) -> Result<DevicePtr> {
-    ensure_context()?;
     let mut p: cu::CUdeviceptr = 0;
-    call!(
-        cuMemAllocFromPoolAsync(&mut p, bytes, pool as cu::CUmemoryPool, stream as cu::CUstream),
-        requested = bytes
-    )?;
+    let status = with_context(|| {
+        // SAFETY: `p` is a valid out-pointer; the driver validates the pool
+        // and stream handles.
+        unsafe {
+            cu::cuMemAllocFromPoolAsync(&mut p, bytes, pool as cu::CUmemoryPool, stream as cu::CUstream)
+        }
+    })?;
+    check(status, "cuMemAllocFromPoolAsync", bytes)?;
     Ok(DevicePtr::new(p))
 }
 
@@ -464,8 +494,11 @@ pub fn mem_alloc_from_pool_async(bytes: usize, pool: usize, stream: usize) -> Re
 /// `ptr` came from a stream-ordered allocation and is not used after in
 /// `stream` order.
 pub unsafe fn mem_free_async(ptr: DevicePtr, stream: usize) -> Result<()> {
-    ensure_context()?;
-    call!(cuMemFreeAsync(ptr.addr(), stream as cu::CUstream))
+    let status = with_context(|| {
+        // SAFETY: the caller's contract; the driver validates the handles.
+        unsafe { cu::cuMemFreeAsync(ptr.addr(), stream as cu::CUstream) }
+    })?;
+    check(status, "cuMemFreeAsync", 0)
 }
 
 /// Creates a driver memory pool on `device` (`cuMemPoolCreate`).
@@ -1140,7 +1173,42 @@ pub unsafe fn launch_kernel(
 
 #[cfg(test)]
 mod tests {
-    use super::ENTRY_POINTS;
+    use super::*;
+
+    /// The stream-ordered pool calls ask nothing before calling the driver
+    /// ([`with_context`]): on a new thread, which has no current context,
+    /// and on a thread whose context was taken away after
+    /// [`ensure_context`] had seen one, they make device 0's primary
+    /// context current and succeed.
+    #[test]
+    fn pool_calls_make_a_context_current_where_there_is_none() {
+        crate::require_gpu!();
+        let pool = mem_pool_create(0, 0).unwrap();
+        std::thread::spawn(move || {
+            let none = || {
+                let mut ctx: cu::CUcontext = std::ptr::null_mut();
+                call!(cuCtxGetCurrent(&mut ctx)).unwrap();
+                ctx.is_null()
+            };
+            assert!(none(), "a new thread starts without a current context");
+            let p = mem_alloc_from_pool_async(256, pool, 0).unwrap();
+            assert!(!none());
+            // SAFETY: `p` came from the pool and is not used.
+            unsafe { mem_free_async(p, 0).unwrap() };
+            ensure_context().unwrap();
+            call!(cuCtxSetCurrent(std::ptr::null_mut())).unwrap();
+            let p = mem_alloc_from_pool_async(256, pool, 0).unwrap();
+            call!(cuCtxSetCurrent(std::ptr::null_mut())).unwrap();
+            // SAFETY: as above.
+            unsafe { mem_free_async(p, 0).unwrap() };
+            assert!(!none());
+            call!(cuCtxSynchronize()).unwrap();
+        })
+        .join()
+        .unwrap();
+        // SAFETY: the pool's only allocations were freed and synchronised.
+        unsafe { mem_pool_destroy(pool).unwrap() };
+    }
 
     /// Every `cu*` function this file calls is in [`ENTRY_POINTS`], so that
     /// [`super::init`] checks it before cudarc could panic on it.
