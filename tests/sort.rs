@@ -186,8 +186,9 @@ fn every_size<K: TestKey>(seed: u64) {
 /// Every sort kernel (32/64-bit keys, with and without values, both
 /// orders) once over 13 000 keys: several tiles of each kernel, the last one
 /// partial. Unsigned keys cover both kernel sets of their width: ascending
-/// runs the plain kernels, descending the general ones. Few launches, so racecheck runs them in minutes
-/// (`sort each_kernel_once`; scripts/gpu-verify.sh racecheck).
+/// runs the plain kernels, descending the general ones. Few launches, so
+/// racecheck runs them in minutes (`sort each_kernel_once`;
+/// scripts/gpu-verify.sh racecheck).
 fn each_kernel_once<K: TestKey>(seed: u64, pairs: bool) {
     let mut r = Rng(seed);
     let keys: Vec<K> = (0..13_000).map(|_| K::random(&mut r)).collect();
