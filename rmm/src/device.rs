@@ -67,25 +67,35 @@ pub fn current_device() -> Result<DeviceId> {
 
 /// True when `device` is device 0 and the only visible device: every
 /// context is then its context, so a resource of it needs no device check.
-pub(crate) fn is_only_device(device: DeviceId) -> bool {
+#[inline]
+fn is_only_device(device: DeviceId) -> bool {
     device == DeviceId(0) && driver::device_count() == 1
 }
 
 /// Reports `what`, a resource of `device`, used while another device is
 /// current.
 ///
-/// With one visible device every context is that device's, so once a
-/// context is current the check cannot fail, and it skips the driver query
-/// (`cuCtxGetDevice`), which `cuda_async` pays on every allocate and
-/// deallocate (`benches/cuda_async_parts.rs` measures it).
+/// With one visible device every context is that device's, so the check
+/// cannot fail and asks the driver nothing: not `cuCtxGetDevice`, which
+/// `cuda_async` would pay on every allocate and deallocate
+/// (`benches/cuda_async_parts.rs` measures it), and not whether a context
+/// is current either. The driver calls that follow make one current where
+/// the thread has none (`driver::ensure_context`, `driver::with_context`).
 ///
 /// # Errors
 /// [`Error::Logic`](crate::Error::Logic) naming both devices; the driver's
 /// error when no GPU is usable.
+#[inline]
 pub(crate) fn ensure_current(what: &str, device: DeviceId) -> Result<()> {
     if is_only_device(device) {
-        return driver::ensure_context();
+        return Ok(());
     }
+    ensure_current_of_several(what, device)
+}
+
+/// [`ensure_current`] with more than one visible device: asks the driver.
+#[cold]
+fn ensure_current_of_several(what: &str, device: DeviceId) -> Result<()> {
     let current = current_device()?;
     if current != device {
         return Err(crate::Error::Logic(format!(

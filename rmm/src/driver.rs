@@ -196,7 +196,20 @@ static INIT: OnceLock<Result<()>> = OnceLock::new();
 /// Fails with [`Error::DriverUnavailable`] when the library cannot be loaded
 /// (no NVIDIA driver installed), and with the driver's error (e.g.
 /// `CUDA_ERROR_NO_DEVICE`) on machines without a usable GPU.
+#[inline]
 pub fn init() -> Result<()> {
+    // Every driver call passes here: once the driver is up this is one
+    // load and a compare, inlined (no call, no clone of the result).
+    if let Some(Ok(())) = INIT.get() {
+        return Ok(());
+    }
+    init_once()
+}
+
+/// The first [`init`] of the process (and every later one after a failure,
+/// which returns the same error).
+#[cold]
+fn init_once() -> Result<()> {
     INIT.get_or_init(|| {
         load_library()?;
         call!(cuInit(0))
@@ -206,10 +219,17 @@ pub fn init() -> Result<()> {
 
 /// Number of CUDA devices; 0 when the driver cannot initialise. Asked of
 /// the driver once: the visible devices of a process do not change.
+#[inline]
 pub fn device_count() -> usize {
     if let Some(&n) = DEVICE_COUNT.get() {
         return n;
     }
+    ask_device_count()
+}
+
+/// [`device_count`] before the driver answered.
+#[cold]
+fn ask_device_count() -> usize {
     if init().is_err() {
         return 0;
     }

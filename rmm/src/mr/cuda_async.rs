@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::detail::driver_pools;
 use super::{check_base_alignment, MemoryResource};
-use crate::device::{current_device, ensure_current, is_only_device, DeviceGuard, DeviceId};
+use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
@@ -308,11 +308,9 @@ pub(crate) fn pool_allocate(
     if bytes == 0 {
         return Ok(DevicePtr::NULL);
     }
-    // With one visible device there is nothing to check: the driver call
-    // itself makes a context current if the thread has none.
-    if !is_only_device(device) {
-        ensure_current(what, device)?;
-    }
+    // With one visible device this asks nothing; the driver call itself
+    // makes a context current if the thread has none.
+    ensure_current(what, device)?;
     driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| match e {
         Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
             requested,
@@ -336,12 +334,7 @@ pub(crate) unsafe fn pool_deallocate(
     if ptr.is_null() {
         return;
     }
-    let check = if is_only_device(device) {
-        Ok(())
-    } else {
-        ensure_current(what, device)
-    };
-    let guard = match check {
+    let guard = match ensure_current(what, device) {
         Ok(()) => None,
         Err(e) => {
             log::error!("{e} (freeing {ptr} with its device made current)");
