@@ -7,7 +7,8 @@
 #   on the GPU machine (carry .anchors and target/release/librmm_ab.so):
 #                     bash scripts/rmm-ab.sh [RESOURCE...]  # cuda_async pool binning
 #
-# RMM_AB_REPS sets the repetitions per row (default 9). Writes rmm_ab.csv
+# RMM_AB_REPS sets the repetitions per row (default 9); RMM_AB_LAYERS=0
+# leaves out the cuda_async layers (rmm_ab.cu says what they are). Writes rmm_ab.csv
 # (every repetition and a summary line per row) into $OUT (default
 # .gpu-bench) and prints the summary lines.
 set -euo pipefail
@@ -24,8 +25,9 @@ bin=$out/rmm_ab
 nvcc -std=c++20 -O2 -arch=sm_90 --expt-relaxed-constexpr \
   -I"$rmm/include" -I"$rmm/include/rapids" -I"$log/include" benches/rmm_ab/rmm_ab.cu \
   -L"$rmm/lib64" -lrmm -L"$log/lib64" -lrapids_logger -L"$ab" -lrmm_ab \
+  -L/usr/local/cuda/lib64/stubs -lcuda \
   -Xlinker -rpath="$rmm/lib64" -Xlinker -rpath="$log/lib64" -Xlinker -rpath="$ab" -o "$bin"
 rc=0
 "$bin" "$@" >"$out/rmm_ab.csv" || rc=$?
-grep '^summary' "$out/rmm_ab.csv" || true
+grep -E '^(summary|layer)' "$out/rmm_ab.csv" || true
 exit $rc

@@ -10,7 +10,7 @@
 // (RMM, LOG: the librmm and rapids_logger folders; AB: librmm_ab.so's):
 //   nvcc -std=c++20 -O2 -arch=sm_90 --expt-relaxed-constexpr
 //     -I$RMM/include -I$RMM/include/rapids -I$LOG/include rmm_ab.cu
-//     -L$RMM/lib64 -lrmm -L$LOG/lib64 -lrapids_logger -L$AB -lrmm_ab
+//     -L$RMM/lib64 -lrmm -L$LOG/lib64 -lrapids_logger -L$AB -lrmm_ab -L$CUDA/lib64/stubs -lcuda
 //     -Xlinker -rpath=$RMM/lib64 -Xlinker -rpath=$LOG/lib64 -Xlinker -rpath=$AB -o rmm_ab
 // (scripts/rmm-ab.sh does all of it.)
 // Run:  rmm_ab [RESOURCE...]   (cuda_async pool binning; default cuda_async pool)
@@ -18,11 +18,29 @@
 //       stops earlier, after at least 3, once it has run RMM_AB_ROW_SECONDS
 //       (default 8; the cuda_async thread rows take seconds per run);
 //       RMM_AB_MAX_THREADS (default 32) skips the thread rows above it.
+//       RMM_AB_LAYERS=0 leaves out the cuda_async layers (below).
 // Output: CSV rows `impl,resource,workload,params,rep,ns_per_op,failed`
-// (impl `rmm` or `rmm-rs`), then per row
+// (impl `rmm`, `rmm-rs` or a layer), then per row
 // `summary,resource,workload,params,rmm_median,rmm-rs_median,ratio,paired_ratio,rmm_best,rmm-rs_best`
 // where ratio is rmm-rs_median / rmm_median and paired_ratio the median of
-// the repetitions' own ratios (each repetition runs both, in turns first).
+// the repetitions' own ratios (each repetition runs every side, each one
+// first in turn), and, where layers ran,
+// `layer,resource,workload,params,impl,median,best,ratio,paired_ratio`
+// with the ratios taken against `rmm` the same way.
+//
+// The cuda_async layers, on the random and hot_pair rows (issue #17 item 1:
+// where the time of a driver-pool wrapper goes), each the same workload
+// on the same stream:
+//   cudart@rmm   cudaMallocFromPoolAsync / cudaFreeAsync on RMM's pool,
+//                the runtime call RMM's resource makes, without RMM
+//   driver@rmm   cuMemAllocFromPoolAsync / cuMemFreeAsync on RMM's pool,
+//                called from here (libcuda linked)
+//   driver@rs    the same on our resource's pool
+//   binding@rs   the same through the driver binding our resources use
+//                (cudarc's, in librmm_ab.so), without our resource
+// so rmm - cudart@rmm is RMM's wrapper, cudart@rmm - driver@rmm the
+// runtime's, driver@rmm - driver@rs the pools', binding@rs - driver@rs
+// the binding's and rmm-rs - binding@rs our resource's.
 #include <rmm/cuda_device.hpp>
 #include <rmm/cuda_stream.hpp>
 #include <rmm/error.hpp>
@@ -31,11 +49,14 @@
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -47,6 +68,9 @@ RmmAbHandle* rmm_ab_new(char const* name, std::size_t pool_bytes);
 std::uint64_t rmm_ab_allocate(RmmAbHandle const* h, std::size_t bytes, std::uintptr_t stream);
 void rmm_ab_deallocate(RmmAbHandle const* h, std::uint64_t ptr, std::size_t bytes, std::uintptr_t stream);
 void rmm_ab_drop(RmmAbHandle* h);
+std::uintptr_t rmm_ab_pool_handle(RmmAbHandle const* h);
+std::uint64_t rmm_ab_binding_allocate(std::uintptr_t pool, std::size_t bytes, std::uintptr_t stream);
+void rmm_ab_binding_deallocate(std::uint64_t ptr, std::uintptr_t stream);
 }
 
 namespace {
@@ -81,6 +105,46 @@ struct OurSide {
   void deallocate(cudaStream_t s, void* p, std::size_t n)
   {
     rmm_ab_deallocate(h, reinterpret_cast<std::uint64_t>(p), n, reinterpret_cast<std::uintptr_t>(s));
+  }
+};
+
+// The runtime's pool calls on a pool (the call RMM's resource makes).
+struct CudartSide {
+  cudaMemPool_t pool;
+  void* allocate(cudaStream_t s, std::size_t n)
+  {
+    void* p = nullptr;
+    return cudaMallocFromPoolAsync(&p, n, pool, s) == cudaSuccess ? p : nullptr;
+  }
+  void deallocate(cudaStream_t s, void* p, std::size_t) { cudaFreeAsync(p, s); }
+};
+
+// The driver's pool calls on a pool, called from here.
+struct DriverSide {
+  CUmemoryPool pool;
+  void* allocate(cudaStream_t s, std::size_t n)
+  {
+    CUdeviceptr p = 0;
+    return cuMemAllocFromPoolAsync(&p, n, pool, reinterpret_cast<CUstream>(s)) == CUDA_SUCCESS
+             ? reinterpret_cast<void*>(p)
+             : nullptr;
+  }
+  void deallocate(cudaStream_t s, void* p, std::size_t)
+  {
+    cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(p), reinterpret_cast<CUstream>(s));
+  }
+};
+
+// The same through our driver binding, in librmm_ab.so.
+struct BindingSide {
+  std::uintptr_t pool;
+  void* allocate(cudaStream_t s, std::size_t n)
+  {
+    return reinterpret_cast<void*>(rmm_ab_binding_allocate(pool, n, reinterpret_cast<std::uintptr_t>(s)));
+  }
+  void deallocate(cudaStream_t s, void* p, std::size_t)
+  {
+    rmm_ab_binding_deallocate(reinterpret_cast<std::uint64_t>(p), reinterpret_cast<std::uintptr_t>(s));
   }
 };
 
@@ -218,39 +282,68 @@ double median(std::vector<double> v)
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-template <class Rmm>
-void compare(char const* name, Rmm& rmm_side, OurSide& ours, int reps, double row_seconds, int max_threads)
+// One side of a comparison: a name and its workloads, run with direct
+// (inlined) calls into the side's allocate and deallocate.
+struct Runner {
+  std::string impl;
+  bool layer;  // runs the random and hot_pair rows only
+  std::function<std::pair<double, std::size_t>(Row const&, std::vector<rmm::cuda_stream>&)> run;
+  std::vector<double> times;
+};
+
+template <class Side>
+Runner runner(std::string impl, Side side, bool layer)
+{
+  return Runner{std::move(impl), layer,
+                [side](Row const& row, std::vector<rmm::cuda_stream>& streams) mutable {
+                  return run_row(side, row, streams);
+                },
+                {}};
+}
+
+// Runs every row on every side (sides[0] is RMM's, sides[1] ours), each
+// repetition running every side once, each side first in turn.
+void compare(char const* name, std::vector<Runner>& sides, int reps, double row_seconds, int max_threads)
 {
   std::vector<rmm::cuda_stream> streams(33);
-  // Warm-up of both, outside the timed rows (WORKLOADS.md).
-  random_allocations(rmm_side, streams[0].value(), 1000, 64u << 20, 16000ull << 20, 99);
-  random_allocations(ours, streams[0].value(), 1000, 64u << 20, 16000ull << 20, 99);
-  streams[0].synchronize();
+  // Warm-up of every side, outside the timed rows (WORKLOADS.md).
+  Row warm{Row::Random, 1000, 64, 0, 0, "warm-up", ""};
+  for (auto& side : sides) side.run(warm, streams);
   for (auto const& row : rows(max_threads)) {
-    std::vector<double> a, b, paired;
+    std::vector<Runner*> active;
+    for (auto& side : sides) {
+      side.times.clear();
+      if (!side.layer || row.kind != Row::Threads) active.push_back(&side);
+    }
+    std::size_t const n = active.size();
+    std::vector<std::vector<double>> paired(n);  // against active[0], RMM's
     auto row_start = std::chrono::steady_clock::now();
     for (int rep = 0; rep < reps; ++rep) {
       double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - row_start).count();
       if (rep >= 3 && spent > row_seconds) break;
-      std::pair<double, std::size_t> x, y;
-      if (rep % 2 == 0) {
-        x = run_row(rmm_side, row, streams);
-        y = run_row(ours, row, streams);
-      } else {
-        y = run_row(ours, row, streams);
-        x = run_row(rmm_side, row, streams);
+      std::vector<std::pair<double, std::size_t>> got(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t i = (static_cast<std::size_t>(rep) + k) % n;
+        got[i]        = active[i]->run(row, streams);
       }
-      std::printf("rmm,%s,%s,%s,%d,%.1f,%zu\n", name, row.workload.c_str(), row.params.c_str(), rep, x.first,
-                  x.second);
-      std::printf("rmm-rs,%s,%s,%s,%d,%.1f,%zu\n", name, row.workload.c_str(), row.params.c_str(), rep,
-                  y.first, y.second);
-      a.push_back(x.first);
-      b.push_back(y.first);
-      paired.push_back(y.first / x.first);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::printf("%s,%s,%s,%s,%d,%.1f,%zu\n", active[i]->impl.c_str(), name, row.workload.c_str(),
+                    row.params.c_str(), rep, got[i].first, got[i].second);
+        active[i]->times.push_back(got[i].first);
+        paired[i].push_back(got[i].first / got[0].first);
+      }
     }
+    auto const& a = active[0]->times;
+    auto const& b = active[1]->times;
     std::printf("summary,%s,%s,%s,%.1f,%.1f,%.3f,%.3f,%.1f,%.1f\n", name, row.workload.c_str(),
-                row.params.c_str(), median(a), median(b), median(b) / median(a), median(paired),
+                row.params.c_str(), median(a), median(b), median(b) / median(a), median(paired[1]),
                 *std::min_element(a.begin(), a.end()), *std::min_element(b.begin(), b.end()));
+    for (std::size_t i = 2; i < n; ++i) {
+      auto const& t = active[i]->times;
+      std::printf("layer,%s,%s,%s,%s,%.1f,%.1f,%.3f,%.3f\n", name, row.workload.c_str(), row.params.c_str(),
+                  active[i]->impl.c_str(), median(t), *std::min_element(t.begin(), t.end()),
+                  median(t) / median(a), median(paired[i]));
+    }
     std::fflush(stdout);
   }
 }
@@ -264,6 +357,7 @@ int main(int argc, char** argv)
   int reps = std::getenv("RMM_AB_REPS") ? std::atoi(std::getenv("RMM_AB_REPS")) : 9;
   double row_seconds = std::getenv("RMM_AB_ROW_SECONDS") ? std::atof(std::getenv("RMM_AB_ROW_SECONDS")) : 8.0;
   int max_threads = std::getenv("RMM_AB_MAX_THREADS") ? std::atoi(std::getenv("RMM_AB_MAX_THREADS")) : 32;
+  bool layers     = !std::getenv("RMM_AB_LAYERS") || std::atoi(std::getenv("RMM_AB_LAYERS")) != 0;
   std::printf("impl,resource,workload,params,rep,ns_per_op,failed\n");
   for (auto const& name : wanted) {
     std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2;
@@ -272,22 +366,31 @@ int main(int argc, char** argv)
       std::fprintf(stderr, "rmm_ab: no resource %s of ours\n", name.c_str());
       return 1;
     }
-    OurSide ours{h};
+    std::vector<Runner> sides;
+    auto run = [&](auto& mr) {
+      sides.insert(sides.begin(), runner("rmm", RmmSide<std::remove_reference_t<decltype(mr)>>{mr}, false));
+      compare(name.c_str(), sides, reps, row_seconds, max_threads);
+    };
+    sides.push_back(runner("rmm-rs", OurSide{h}, false));
     if (name == "cuda_async") {
       rmm::mr::cuda_async_memory_resource mr;
-      RmmSide<decltype(mr)> side{mr};
-      compare(name.c_str(), side, ours, reps, row_seconds, max_threads);
+      if (layers) {
+        auto ours = rmm_ab_pool_handle(h);
+        sides.push_back(runner("cudart@rmm", CudartSide{mr.pool_handle()}, true));
+        sides.push_back(runner("driver@rmm", DriverSide{reinterpret_cast<CUmemoryPool>(mr.pool_handle())}, true));
+        sides.push_back(runner("driver@rs", DriverSide{reinterpret_cast<CUmemoryPool>(ours)}, true));
+        sides.push_back(runner("binding@rs", BindingSide{ours}, true));
+      }
+      run(mr);
     } else if (name == "pool") {
       rmm::mr::cuda_memory_resource cuda;
       rmm::mr::pool_memory_resource mr{cuda, pool_bytes};
-      RmmSide<decltype(mr)> side{mr};
-      compare(name.c_str(), side, ours, reps, row_seconds, max_threads);
+      run(mr);
     } else if (name == "binning") {
       rmm::mr::cuda_memory_resource cuda;
       rmm::mr::pool_memory_resource pool{cuda, pool_bytes};
       rmm::mr::binning_memory_resource mr{pool, 18, 22};
-      RmmSide<decltype(mr)> side{mr};
-      compare(name.c_str(), side, ours, reps, row_seconds, max_threads);
+      run(mr);
     } else {
       std::fprintf(stderr, "rmm_ab: %s is not one of cuda_async pool binning\n", name.c_str());
       rmm_ab_drop(h);

@@ -33,8 +33,9 @@
 
 use std::ffi::{c_char, CStr};
 
+use cudarc::driver::sys as cu;
 use rmm::mr::by_name::{self, ByNameOptions};
-use rmm::mr::SharedResource;
+use rmm::mr::{CudaAsyncMemoryResource, SharedResource};
 use rmm::{CudaStreamView, DevicePtr};
 
 /// Alignment of every request, as the workloads use (RMM's
@@ -105,6 +106,57 @@ pub unsafe extern "C" fn rmm_ab_deallocate(h: *const Handle, ptr: u64, bytes: us
     // SAFETY: the caller frees memory it allocated here and no longer uses;
     // anything else is refused by the resource's checks, not trusted.
     unsafe { h.mr.inner().deallocate(DevicePtr::new(ptr), bytes, ALIGN, stream) }
+}
+
+/// The driver pool behind `h` (a `cuda_async` resource) as a
+/// `CUmemoryPool`; 0 for every other resource.
+///
+/// # Safety
+/// `h` came from [`rmm_ab_new`] and was not dropped.
+#[no_mangle]
+pub unsafe extern "C" fn rmm_ab_pool_handle(h: *const Handle) -> usize {
+    // SAFETY: `h` is a live handle (caller's contract).
+    let h = unsafe { &*h };
+    h.mr.inner()
+        .downcast_ref::<CudaAsyncMemoryResource>()
+        .map_or(0, CudaAsyncMemoryResource::pool_handle)
+}
+
+/// `cuMemAllocFromPoolAsync` on `pool` through the driver binding our
+/// resources use (cudarc's, the library loaded at run time) and nothing
+/// else: no device check, no error mapping. The floor under `cuda_async`
+/// in this process, against which `rmm_ab.cu` weighs our resource's own
+/// layers. 0 when the driver refuses.
+///
+/// # Safety
+/// `pool` is a live `CUmemoryPool` of the current context's device;
+/// `stream` as for [`rmm_ab_allocate`].
+#[no_mangle]
+pub unsafe extern "C" fn rmm_ab_binding_allocate(pool: usize, bytes: usize, stream: usize) -> u64 {
+    let mut p: cu::CUdeviceptr = 0;
+    // SAFETY: `p` is a valid out-pointer; the handles are live (caller's
+    // contract) and the driver was loaded by the resource that owns `pool`.
+    let status = unsafe {
+        cu::cuMemAllocFromPoolAsync(&mut p, bytes, pool as cu::CUmemoryPool, stream as cu::CUstream)
+    };
+    if status == cu::CUresult::CUDA_SUCCESS {
+        p
+    } else {
+        0
+    }
+}
+
+/// `cuMemFreeAsync` through the same binding as
+/// [`rmm_ab_binding_allocate`]; a refusal is ignored (the C++ side frees
+/// only what it allocated there).
+///
+/// # Safety
+/// `ptr` came from [`rmm_ab_binding_allocate`] and is no longer used in
+/// `stream` order; `stream` as for [`rmm_ab_allocate`].
+#[no_mangle]
+pub unsafe extern "C" fn rmm_ab_binding_deallocate(ptr: u64, stream: usize) {
+    // SAFETY: the caller's contract; the driver validates the handles.
+    let _ = unsafe { cu::cuMemFreeAsync(ptr, stream as cu::CUstream) };
 }
 
 /// Drops the resource (it returns its memory upstream).
