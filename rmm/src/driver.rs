@@ -39,16 +39,20 @@ use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 
 /// Maps a driver status to `Ok(())` or an [`Error`] via [`Error::from_cuda`].
+#[inline]
 fn check(status: cu::CUresult, call: &'static str, requested: usize) -> Result<()> {
     if status == cu::CUresult::CUDA_SUCCESS {
         return Ok(());
     }
-    Err(Error::from_cuda(
-        status as u32,
-        error_name(status),
-        call,
-        requested,
-    ))
+    Err(error(status, call, requested))
+}
+
+/// The [`Error`] of a failed driver call (out of line: every call's success
+/// path stays a compare and a branch).
+#[cold]
+#[inline(never)]
+fn error(status: cu::CUresult, call: &'static str, requested: usize) -> Error {
+    Error::from_cuda(status as u32, error_name(status), call, requested)
 }
 
 /// The driver's name for a status code (`CUDA_ERROR_...`).
@@ -352,12 +356,21 @@ fn make_context_current() -> Result<()> {
 /// Python extension, any `cdylib`) every such lookup is a call to
 /// `__tls_get_addr`. Session 12 measured the difference beside RMM in one
 /// process (`benches/rmm_ab`): see `docs/perf/h200-2026-12-01-s12`.
+#[inline]
 fn with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresult> {
     init()?;
     let status = f();
     if status != cu::CUresult::CUDA_ERROR_INVALID_CONTEXT {
         return Ok(status);
     }
+    again_with_context(f)
+}
+
+/// [`with_context`]'s second try, once per thread that had no context (out
+/// of line, so that the first try stays small enough to inline).
+#[cold]
+#[inline(never)]
+fn again_with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresult> {
     make_context_current()?;
     Ok(f())
 }
@@ -495,6 +508,7 @@ pub unsafe fn mem_free_host(ptr: DevicePtr) -> Result<()> {
 // ---------------------------------------------------------------------------
 
 /// `cuMemAllocFromPoolAsync`.
+#[inline(always)]
 pub fn mem_alloc_from_pool_async(bytes: usize, pool: usize, stream: usize) -> Result<DevicePtr> {
     let mut p: cu::CUdeviceptr = 0;
     let status = with_context(|| {
@@ -513,6 +527,7 @@ pub fn mem_alloc_from_pool_async(bytes: usize, pool: usize, stream: usize) -> Re
 /// # Safety
 /// `ptr` came from a stream-ordered allocation and is not used after in
 /// `stream` order.
+#[inline]
 pub unsafe fn mem_free_async(ptr: DevicePtr, stream: usize) -> Result<()> {
     let status = with_context(|| {
         // SAFETY: the caller's contract; the driver validates the handles.

@@ -8,13 +8,12 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::BadAlloc`] naming the alignment.
+#[inline]
 pub fn check_base_alignment(alignment: usize) -> Result<()> {
     if is_supported_alignment(alignment) {
         Ok(())
     } else {
-        Err(Error::BadAlloc(format!(
-            "unsupported alignment {alignment}: must be a power of two no larger than {CUDA_ALLOCATION_ALIGNMENT}"
-        )))
+        Err(unsupported(alignment, Some(CUDA_ALLOCATION_ALIGNMENT)))
     }
 }
 
@@ -24,12 +23,22 @@ pub fn check_base_alignment(alignment: usize) -> Result<()> {
 /// [`Error::BadAlloc`] when `alignment` is not a power of two (the same
 /// variant as [`check_base_alignment`], so every resource and adaptor
 /// reports a bad alignment alike).
+#[inline]
 pub fn check_pow2_alignment(alignment: usize) -> Result<()> {
     if crate::align::is_pow2(alignment) {
         Ok(())
     } else {
-        Err(Error::BadAlloc(format!(
-            "unsupported alignment {alignment}: must be a power of two"
-        )))
+        Err(unsupported(alignment, None))
     }
+}
+
+/// The error of both checks, out of line: an allocation's success path
+/// keeps one compare and no formatting code.
+#[cold]
+#[inline(never)]
+fn unsupported(alignment: usize, max: Option<usize>) -> Error {
+    let limit = max.map_or(String::new(), |m| format!(" no larger than {m}"));
+    Error::BadAlloc(format!(
+        "unsupported alignment {alignment}: must be a power of two{limit}"
+    ))
 }
