@@ -18,7 +18,9 @@
 //       stops earlier, after at least 3, once it has run RMM_AB_ROW_SECONDS
 //       (default 8; the cuda_async thread rows take seconds per run);
 //       RMM_AB_MAX_THREADS (default 32) skips the thread rows above it.
-//       RMM_AB_LAYERS=0 leaves out the cuda_async layers (below).
+//       RMM_AB_LAYERS=0 leaves out the cuda_async layers (below);
+//       RMM_AB_LAYER_THREADS (default 8) is the most threads of a thread
+//       row on which they run.
 // Output: CSV rows `impl,resource,workload,params,rep,ns_per_op,failed`
 // (impl `rmm`, `rmm-rs` or a layer), then per row
 // `summary,resource,workload,params,rmm_median,rmm-rs_median,ratio,paired_ratio,rmm_best,rmm-rs_best`
@@ -28,9 +30,9 @@
 // `layer,resource,workload,params,impl,median,best,ratio,paired_ratio`
 // with the ratios taken against `rmm` the same way.
 //
-// The cuda_async layers, on the random and hot_pair rows (issue #17 item 1:
-// where the time of a driver-pool wrapper goes), each the same workload
-// on the same stream:
+// The cuda_async layers, on the random and hot_pair rows and the thread
+// rows up to RMM_AB_LAYER_THREADS (issue #17 item 1: where the time of a
+// driver-pool wrapper goes), each the same workload on the same streams:
 //   cudart@rmm   cudaMallocFromPoolAsync / cudaFreeAsync on RMM's pool,
 //                the runtime call RMM's resource makes, without RMM
 //   driver@rmm   cuMemAllocFromPoolAsync / cuMemFreeAsync on RMM's pool,
@@ -260,6 +262,11 @@ std::pair<double, std::size_t> run_row(Side& side, Row const& row, std::vector<r
     std::vector<Count> cs(row.threads);
     for (int t = 0; t < row.threads; ++t) {
       ts.emplace_back([&, t] {
+        // Device 0's context current on the new thread before the clock
+        // matters, for every side alike: the layers' bare driver calls need
+        // one, and the resources would otherwise each make it current on
+        // their first call (microseconds in a row of a second).
+        cudaSetDevice(0);
         cs[t] = random_allocations(side, streams[1 + t].value(), row.n, row.max_mib << 20, 1000ull << 20,
                                    1000 + t);
       });
@@ -286,7 +293,7 @@ double median(std::vector<double> v)
 // (inlined) calls into the side's allocate and deallocate.
 struct Runner {
   std::string impl;
-  bool layer;  // runs the random and hot_pair rows only
+  bool layer;  // a layer: skips the thread rows above layer_threads
   std::function<std::pair<double, std::size_t>(Row const&, std::vector<rmm::cuda_stream>&)> run;
   std::vector<double> times;
 };
@@ -303,7 +310,8 @@ Runner runner(std::string impl, Side side, bool layer)
 
 // Runs every row on every side (sides[0] is RMM's, sides[1] ours), each
 // repetition running every side once, each side first in turn.
-void compare(char const* name, std::vector<Runner>& sides, int reps, double row_seconds, int max_threads)
+void compare(char const* name, std::vector<Runner>& sides, int reps, double row_seconds, int max_threads,
+             int layer_threads)
 {
   std::vector<rmm::cuda_stream> streams(33);
   // Warm-up of every side, outside the timed rows (WORKLOADS.md).
@@ -313,7 +321,7 @@ void compare(char const* name, std::vector<Runner>& sides, int reps, double row_
     std::vector<Runner*> active;
     for (auto& side : sides) {
       side.times.clear();
-      if (!side.layer || row.kind != Row::Threads) active.push_back(&side);
+      if (!side.layer || row.kind != Row::Threads || row.threads <= layer_threads) active.push_back(&side);
     }
     std::size_t const n = active.size();
     std::vector<std::vector<double>> paired(n);  // against active[0], RMM's
@@ -358,6 +366,8 @@ int main(int argc, char** argv)
   double row_seconds = std::getenv("RMM_AB_ROW_SECONDS") ? std::atof(std::getenv("RMM_AB_ROW_SECONDS")) : 8.0;
   int max_threads = std::getenv("RMM_AB_MAX_THREADS") ? std::atoi(std::getenv("RMM_AB_MAX_THREADS")) : 32;
   bool layers     = !std::getenv("RMM_AB_LAYERS") || std::atoi(std::getenv("RMM_AB_LAYERS")) != 0;
+  int layer_threads =
+    std::getenv("RMM_AB_LAYER_THREADS") ? std::atoi(std::getenv("RMM_AB_LAYER_THREADS")) : 8;
   std::printf("impl,resource,workload,params,rep,ns_per_op,failed\n");
   for (auto const& name : wanted) {
     std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2;
@@ -369,7 +379,7 @@ int main(int argc, char** argv)
     std::vector<Runner> sides;
     auto run = [&](auto& mr) {
       sides.insert(sides.begin(), runner("rmm", RmmSide<std::remove_reference_t<decltype(mr)>>{mr}, false));
-      compare(name.c_str(), sides, reps, row_seconds, max_threads);
+      compare(name.c_str(), sides, reps, row_seconds, max_threads, layer_threads);
     };
     sides.push_back(runner("rmm-rs", OurSide{h}, false));
     if (name == "cuda_async") {
