@@ -20,7 +20,8 @@
 //       RMM_AB_MAX_THREADS (default 32) skips the thread rows above it.
 //       RMM_AB_LAYERS=0 leaves out the cuda_async layers (below);
 //       RMM_AB_LAYER_THREADS (default 8) is the most threads of a thread
-//       row on which they run.
+//       row on which they run; RMM_AB_ROWS (e.g. `threads8,threads`)
+//       runs only the workloads it names.
 // Output: CSV rows `impl,resource,workload,params,rep,ns_per_op,failed`
 // (impl `rmm`, `rmm-rs` or a layer), then per row
 // `summary,resource,workload,params,rmm_median,rmm-rs_median,ratio,paired_ratio,rmm_best,rmm-rs_best`
@@ -232,6 +233,11 @@ std::vector<Row> rows(int max_threads)
   for (int t : {1, 2, 4, 16, 32}) {
     if (t > max_threads) continue;
     r.push_back({Row::Threads, 20000, 1, 0, t, "threads", "t=" + std::to_string(t) + " n=20000 max=1MiB"});
+  }
+  // RMM_AB_ROWS: the workloads to run, comma-separated (default all).
+  if (char const* only = std::getenv("RMM_AB_ROWS")) {
+    std::string const wanted = std::string(",") + only + ",";
+    std::erase_if(r, [&](Row const& row) { return wanted.find("," + row.workload + ",") == std::string::npos; });
   }
   return r;
 }
