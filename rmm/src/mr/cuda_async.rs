@@ -347,9 +347,9 @@ pub(crate) unsafe fn pool_deallocate(
     if ptr.is_null() {
         return;
     }
-    if ensure_current(what, device).is_err() {
+    if let Err(e) = ensure_current(what, device) {
         // SAFETY: forwarded contract.
-        return unsafe { free_under_its_device(what, device, ptr, stream) };
+        return unsafe { free_under_its_device(e, device, ptr, stream) };
     }
     // SAFETY: the caller guarantees `ptr` came from this pool and that
     // `stream` follows its last use.
@@ -359,27 +359,21 @@ pub(crate) unsafe fn pool_deallocate(
     }
 }
 
-/// [`pool_deallocate`] while another device is current: logs it, and frees
-/// with `device` made current for the call.
+/// [`pool_deallocate`] while another device is current (`misuse`, the
+/// device check's error, names the resource): logs it, and frees with
+/// `device` made current for the call.
 ///
 /// # Safety
 /// As for [`pool_deallocate`].
 #[cold]
 #[inline(never)]
-unsafe fn free_under_its_device(
-    what: &'static str,
-    device: DeviceId,
-    ptr: DevicePtr,
-    stream: CudaStreamView,
-) {
-    if let Err(e) = ensure_current(what, device) {
-        log::error!("{e} (freeing {ptr} with its device made current)");
-    }
+unsafe fn free_under_its_device(misuse: Error, device: DeviceId, ptr: DevicePtr, stream: CudaStreamView) {
+    log::error!("{misuse} (freeing {ptr} with its device made current)");
     let guard = DeviceGuard::new(device).ok();
     // SAFETY: forwarded contract.
     let freed = unsafe { driver::mem_free_async(ptr, stream.as_raw()) };
     if let Err(e) = freed {
-        log_failed_free(what, ptr, e);
+        log::error!("cuMemFreeAsync({ptr}) under {device} failed: {e}");
     }
     drop(guard);
 }
