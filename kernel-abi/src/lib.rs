@@ -140,7 +140,7 @@ pub mod scan {
     /// so the assembler keeps their registers low enough for that many (40
     /// registers, no spills). Six 32 KiB tiles also fill the shared memory.
     /// On an H200, 2^28 `u32`: 3.0 TB/s; 8 blocks (32 registers, spills):
-    /// 2.65 TB/s (session 8 calls 3 to 5).
+    /// 2.65 TB/s (2026-12-01).
     pub const MIN_BLOCKS_PER_SM_32: u32 = 6;
     /// The same for the 64-bit scan kernels: 2^27 `u64` ran at 2.66 TB/s
     /// with 6 blocks (40 registers, 24 bytes spilled), 2.49 with 5 (48
@@ -148,7 +148,7 @@ pub mod scan {
     pub const MIN_BLOCKS_PER_SM_64: u32 = 6;
     /// Consecutive 32-bit elements per data thread in a tile (128 bytes). On an
     /// H200, 2^28 `u32`: 2.25 TB/s with 16 (64 bytes per thread), 2.78 with
-    /// 32, before the look-back delays (session 8 call 2).
+    /// 32, before the look-back delays (2026-12-01).
     pub const ITEMS_32: usize = 32;
     /// Consecutive 64-bit elements per data thread in a tile (128 bytes; 32
     /// elements, 256 bytes at 3 blocks per multiprocessor: 2.59 against
@@ -167,7 +167,7 @@ pub mod scan {
     /// look-back alone, so that it overlaps the other warps' loads (64-bit
     /// elements), or has every warp load and warp 0 look back after the
     /// block's sum (32-bit elements). On an H200 with shared memory
-    /// addressed as such (session 10 call E, medians of three alternating
+    /// addressed as such (2026-12-01, 6a5b5ae, medians of three alternating
     /// rounds): u64 2^27 3.39 TB/s with the look-back warp against 2.89
     /// without; u32 2^28 3.25 against 3.35.
     pub const fn lookback_warp(element_bytes: usize) -> bool {
@@ -257,7 +257,7 @@ pub mod sort {
     /// The same for 64-bit keys alone: 4 blocks (64 registers).
     ///
     /// Measured on an H200 against 3 blocks (80 registers), three
-    /// alternating rounds (session 11): `u64` 2^20 6.20 against 6.11
+    /// alternating rounds (2026-12-01, 468cc53): `u64` 2^20 6.20 against 6.11
     /// Gkeys/s, 2^24 13.25 against 12.96, 2^28 15.04 against 15.10, `f64`
     /// 2^26 15.09 against 14.79.
     pub const MIN_BLOCKS_PER_SM_64: u32 = 4;
@@ -265,8 +265,8 @@ pub mod sort {
     /// blocks (80 registers). At 4 blocks the plain kernel spilled 176
     /// bytes on sm_90 (the general one 116), at 3 blocks 4 bytes.
     ///
-    /// Measured on an H200, medians of three alternating rounds (session
-    /// 12, call A), 3 against 4 blocks: `u64` 2^20 6.44 against 6.25
+    /// Measured on an H200, medians of three alternating rounds (2026-12-01,
+    /// a4f6a88), 3 against 4 blocks: `u64` 2^20 6.44 against 6.25
     /// Gkeys/s, 2^24 13.86 against 13.77, 2^28 16.11 against 15.73.
     pub const MIN_BLOCKS_PER_SM_64_PLAIN: u32 = 3;
     /// The same for 64-bit keys with values.

@@ -68,9 +68,9 @@ const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
 /// every warp holds elements, from the tile's start when it is the
 /// look-back warp. On an H200 (2^28 `u32`, 32 elements per thread): 2.78
 /// TB/s without the waits, 2.90 with 600/300 ns, 3.0 with 1200/650 and
-/// 2000/1000 (session 8 call 3; CUB's tuning for sm_90 waits similarly);
+/// 2000/1000 (2026-12-01; CUB's tuning for sm_90 waits similarly);
 /// with the look-back warp, 600, 1200 and 2000 ns ran within the runs'
-/// spread (session 8 call 10).
+/// spread (2026-12-01).
 pub const LOOKBACK_START_NS: u32 = 1200;
 /// Nanoseconds between two reads of a window in which some descriptor was
 /// not yet published.
