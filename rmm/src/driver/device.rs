@@ -1,4 +1,12 @@
 //! Initialisation, devices, contexts and peers.
+//!
+//! # Safety contract
+//! The calls of this group take no handle of ours except a
+//! [`ContextHandle`], which is a retained primary context: made only by
+//! [`primary_context`], never released while the process runs, so every
+//! `ContextHandle` is live. Every other argument is a device ordinal
+//! (checked by the driver) or an out-pointer to a local of the C type the
+//! entry point writes, valid for the call.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,6 +16,20 @@ use cudarc::driver::sys as cu;
 
 use super::{check, DRIVER_LIBRARY, ENTRY_POINTS};
 use crate::error::{Error, Result};
+
+/// A device's primary context (`CUcontext`), retained by [`primary_context`]
+/// and kept for the life of the process: a `ContextHandle` is always live,
+/// so the functions that take one are safe.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextHandle(usize);
+
+impl ContextHandle {
+    /// The driver's type, for a call.
+    pub(super) fn raw(self) -> cu::CUcontext {
+        self.0 as cu::CUcontext
+    }
+}
 
 /// Checks that the driver library loads and exports [`ENTRY_POINTS`], so
 /// that no cudarc call below can panic on a missing library or symbol.
@@ -64,7 +86,9 @@ pub fn init() -> Result<()> {
 fn init_once() -> Result<()> {
     INIT.get_or_init(|| {
         load_library()?;
-        call!(cuInit(0))
+        // SAFETY: load_library found every entry point; cuInit takes a flags
+        // word only (0, the only value the driver accepts).
+        check(unsafe { cu::cuInit(0) }, "cuInit", 0)
     })
     .clone()
 }
@@ -86,7 +110,8 @@ fn ask_device_count() -> usize {
         return 0;
     }
     let mut n = 0;
-    match call!(cuDeviceGetCount(&mut n)) {
+    // SAFETY: `n` is a valid out-pointer for the call.
+    match check(unsafe { cu::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount", 0) {
         Ok(()) => *DEVICE_COUNT.get_or_init(|| n.max(0) as usize),
         Err(_) => 0,
     }
@@ -103,7 +128,9 @@ static DEVICE_COUNT: OnceLock<usize> = OnceLock::new();
 /// the same context).
 static PRIMARY: OnceLock<Vec<AtomicUsize>> = OnceLock::new();
 
-pub(super) fn primary_context(device: i32) -> Result<cu::CUcontext> {
+/// `device`'s primary context, retained at its first use and kept for the
+/// life of the process.
+pub(super) fn primary_context(device: i32) -> Result<ContextHandle> {
     init()?;
     let count = device_count();
     if device < 0 || device as usize >= count {
@@ -121,29 +148,41 @@ pub(super) fn primary_context(device: i32) -> Result<cu::CUcontext> {
     let slot = &table[device as usize];
     let known = slot.load(Ordering::Acquire);
     if known != 0 {
-        return Ok(known as cu::CUcontext);
+        return Ok(ContextHandle(known));
     }
     let (dev, ctx) = retain_primary_context(device)?;
-    match slot.compare_exchange(0, ctx as usize, Ordering::AcqRel, Ordering::Acquire) {
+    match slot.compare_exchange(0, ctx.0, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Ok(ctx),
         Err(theirs) => {
             // Another thread published the context first: keep one reference.
-            if let Err(e) = call!(cuDevicePrimaryCtxRelease_v2(dev)) {
+            // SAFETY: `dev` is the device handle our extra reference was
+            // retained with just above; the published one keeps the context.
+            let status = unsafe { cu::cuDevicePrimaryCtxRelease_v2(dev) };
+            if let Err(e) = check(status, "cuDevicePrimaryCtxRelease_v2", 0) {
                 log::warn!("cuDevicePrimaryCtxRelease of device {device}: {e}");
             }
-            Ok(theirs as cu::CUcontext)
+            Ok(ContextHandle(theirs))
         }
     }
 }
 
 /// Retains `device`'s primary context (one more reference to it); returns
 /// the driver's device handle with it, for the matching release.
-fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, cu::CUcontext)> {
-    let mut dev = 0;
-    call!(cuDeviceGet(&mut dev, device))?;
+fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, ContextHandle)> {
+    let dev = device_handle(device)?;
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
-    call!(cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
-    Ok((dev, ctx))
+    // SAFETY: `ctx` is a valid out-pointer; `dev` came from cuDeviceGet.
+    let status = unsafe { cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) };
+    check(status, "cuDevicePrimaryCtxRetain", 0)?;
+    Ok((dev, ContextHandle(ctx as usize)))
+}
+
+/// The driver's handle of the device with ordinal `device` (`cuDeviceGet`).
+pub(super) fn device_handle(device: i32) -> Result<cu::CUdevice> {
+    let mut dev = 0;
+    // SAFETY: `dev` is a valid out-pointer; the driver checks the ordinal.
+    check(unsafe { cu::cuDeviceGet(&mut dev, device) }, "cuDeviceGet", 0)?;
+    Ok(dev)
 }
 
 /// Whether every device's primary context is made at the first use of
@@ -159,7 +198,7 @@ fn eager_contexts() -> bool {
 fn retain_every_primary_context(table: &[AtomicUsize]) {
     for (ordinal, slot) in table.iter().enumerate() {
         match retain_primary_context(ordinal as i32) {
-            Ok((_, ctx)) => slot.store(ctx as usize, Ordering::Release),
+            Ok((_, ctx)) => slot.store(ctx.0, Ordering::Release),
             // Left for the lazy path, which reports the error to its caller.
             Err(e) => log::warn!("retaining device {ordinal}'s primary context: {e}"),
         }
@@ -185,10 +224,10 @@ pub fn ensure_context() -> Result<()> {
 fn make_context_current() -> Result<()> {
     init()?;
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
-    call!(cuCtxGetCurrent(&mut ctx))?;
+    // SAFETY: `ctx` is a valid out-pointer for the call.
+    check(unsafe { cu::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent", 0)?;
     if ctx.is_null() {
-        let primary = primary_context(0)?;
-        call!(cuCtxSetCurrent(primary))?;
+        set_current_context(primary_context(0)?)?;
     }
     HAS_CONTEXT.with(|c| c.set(true));
     Ok(())
@@ -202,8 +241,10 @@ fn make_context_current() -> Result<()> {
 /// The stream-ordered pool calls use it on their hot path. A call that
 /// succeeds then costs no thread-local lookup, and in a shared library (a
 /// Python extension, any `cdylib`) every such lookup is a call to
-/// `__tls_get_addr`. Session 12 measured the difference beside RMM in one
-/// process (`benches/rmm_ab`): see `docs/perf/h200-2026-12-01-s12`.
+/// `__tls_get_addr` (four per allocate/free pair before commit 4dbea9b,
+/// 2026-12-01); `benches/rmm_ab` measures the path beside RMM in one
+/// process (H200, 2026-12-01, commit e8bb713: the resource 6-10 ns per
+/// operation above the bare binding).
 #[inline]
 pub(super) fn with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresult> {
     init()?;
@@ -227,33 +268,43 @@ fn again_with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresul
 pub fn current_device() -> Result<i32> {
     ensure_context()?;
     let mut dev = 0;
-    call!(cuCtxGetDevice(&mut dev))?;
+    // SAFETY: `dev` is a valid out-pointer; a context is current.
+    check(unsafe { cu::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice", 0)?;
     Ok(dev)
 }
 
 /// Makes `device`'s primary context current on this thread (`cudaSetDevice`).
 pub fn set_current_device(device: i32) -> Result<()> {
-    let ctx = primary_context(device)?;
-    call!(cuCtxSetCurrent(ctx))?;
+    set_current_context(primary_context(device)?)?;
     HAS_CONTEXT.with(|c| c.set(true));
     Ok(())
+}
+
+/// `cuCtxSetCurrent` of a primary context.
+fn set_current_context(ctx: ContextHandle) -> Result<()> {
+    // SAFETY: a ContextHandle is a retained primary context, live for the
+    // life of the process.
+    check(unsafe { cu::cuCtxSetCurrent(ctx.raw()) }, "cuCtxSetCurrent", 0)
 }
 
 /// Free and total memory of the current device, in bytes.
 pub fn mem_get_info() -> Result<(usize, usize)> {
     ensure_context()?;
     let (mut free, mut total) = (0usize, 0usize);
-    call!(cuMemGetInfo_v2(&mut free, &mut total))?;
+    // SAFETY: both are valid out-pointers; a context is current.
+    let status = unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) };
+    check(status, "cuMemGetInfo_v2", 0)?;
     Ok((free, total))
 }
 
 /// An integer attribute of `device`.
 pub fn device_attribute(device: i32, attribute: cu::CUdevice_attribute) -> Result<i32> {
     init()?;
-    let mut dev = 0;
-    call!(cuDeviceGet(&mut dev, device))?;
+    let dev = device_handle(device)?;
     let mut value = 0;
-    call!(cuDeviceGetAttribute(&mut value, attribute, dev))?;
+    // SAFETY: `value` is a valid out-pointer; `dev` came from cuDeviceGet.
+    let status = unsafe { cu::cuDeviceGetAttribute(&mut value, attribute, dev) };
+    check(status, "cuDeviceGetAttribute", 0)?;
     Ok(value)
 }
 
@@ -298,7 +349,8 @@ pub fn supports_pageable_memory_access(device: i32) -> Result<bool> {
 /// Synchronises the current context (`cudaDeviceSynchronize`).
 pub fn device_synchronize() -> Result<()> {
     ensure_context()?;
-    call!(cuCtxSynchronize())
+    // SAFETY: no argument; a context is current.
+    check(unsafe { cu::cuCtxSynchronize() }, "cuCtxSynchronize", 0)
 }
 
 /// Number of multiprocessors of `device`.
@@ -312,11 +364,11 @@ pub fn multiprocessor_count(device: i32) -> Result<i32> {
 /// Whether `device` can access `peer`'s memory directly.
 pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
     init()?;
-    let (mut d, mut p) = (0, 0);
-    call!(cuDeviceGet(&mut d, device))?;
-    call!(cuDeviceGet(&mut p, peer))?;
+    let (d, p) = (device_handle(device)?, device_handle(peer)?);
     let mut can = 0;
-    call!(cuDeviceCanAccessPeer(&mut can, d, p))?;
+    // SAFETY: `can` is a valid out-pointer; both devices came from cuDeviceGet.
+    let status = unsafe { cu::cuDeviceCanAccessPeer(&mut can, d, p) };
+    check(status, "cuDeviceCanAccessPeer", 0)?;
     Ok(can != 0)
 }
 
@@ -324,8 +376,9 @@ pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
 pub fn enable_peer_access(peer: i32) -> Result<()> {
     ensure_context()?;
     let ctx = primary_context(peer)?;
-    // SAFETY: `ctx` is a retained primary context.
-    let status = unsafe { cu::cuCtxEnablePeerAccess(ctx, 0) };
+    // SAFETY: `ctx` is a retained primary context (live for the process);
+    // flags must be 0.
+    let status = unsafe { cu::cuCtxEnablePeerAccess(ctx.raw(), 0) };
     if status == cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
         return Ok(());
     }

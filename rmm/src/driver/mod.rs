@@ -1,16 +1,32 @@
-//! Every raw CUDA driver call of the crate lives in this module. It is
-//! private to the crate (`pub(crate)`): its functions take raw stream and
-//! event handles that the rest of `rmm` only passes while they are live.
-//! Sibling crates use the typed, public surface in [`crate::launch`] and
-//! [`crate::device`].
+//! Every raw CUDA driver call of the crate lives in this module, one file
+//! per API group: [`device`] (initialisation, devices, contexts, peers),
+//! [`memory`] (allocations, copies, memsets, prefetch, pointer queries),
+//! [`pool`] (driver pools and stream-ordered allocation), [`vmm`] (virtual
+//! memory management), [`stream`] (streams and events) and [`module`]
+//! (modules and kernel launches). It is private to the crate
+//! (`pub(crate)`); sibling crates use the typed, public surface in
+//! [`crate::launch`] and [`crate::device`].
 //!
-//! The rest of `rmm` sees safe(ish) functions that take and return plain
-//! integers ([`DevicePtr`] addresses, stream and event handles as `usize`) and
-//! a [`Result`]. The binding is cudarc's raw `cudarc::driver::sys` (CUDA 12.8
+//! The binding is cudarc's raw `cudarc::driver::sys` (CUDA 12.8
 //! declarations), with the driver library loaded at run time: nothing of CUDA
 //! is needed to build, and a binary starts on a machine without the NVIDIA
 //! driver. Status codes become [`Error`]s through [`Error::from_cuda`], the
 //! one place where out-of-memory is recognised.
+//!
+//! # Handles
+//! Driver objects are typed: [`StreamHandle`], [`EventHandle`],
+//! [`PoolHandle`], [`AllocationHandle`], [`ModuleHandle`],
+//! [`FunctionHandle`] and the primary contexts' [`ContextHandle`]. Each is
+//! a `#[repr(transparent)]`, `Copy` wrapper of the handle's bits, made by
+//! the function that creates, imports or looks up the object or, where a
+//! raw value enters from outside (a stream or pool of another library,
+//! given by Python, cust or a caller as an integer), by an explicit
+//! `from_raw`. A copy of a handle can outlive its object, so every
+//! function that takes one (other than a [`ContextHandle`], whose primary
+//! context is never released) is `unsafe`, and its `# Safety` section asks
+//! that the handle be live. Each group's module documentation states the
+//! contract its calls share; each call's `// SAFETY:` comment says why that
+//! call meets it.
 //!
 //! # Without a driver
 //! cudarc panics when a function is called and the library (or the symbol)
@@ -25,8 +41,6 @@
 //! CuPy and PyTorch use); a thread that has no current context gets the
 //! primary context of device 0 on its first driver call, as `cudaSetDevice(0)`
 //! would give it.
-
-#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::CStr;
 
@@ -66,24 +80,12 @@ fn error_name(status: cu::CUresult) -> &'static str {
         .unwrap_or("CUDA_ERROR_UNKNOWN")
 }
 
-macro_rules! call {
-    ($f:ident ( $($arg:expr),* $(,)? )) => {
-        call!($f($($arg),*), requested = 0)
-    };
-    ($f:ident ( $($arg:expr),* $(,)? ), requested = $req:expr) => {{
-        // SAFETY: every argument is a value or a valid out-pointer built by the
-        // caller for this exact driver entry point; the driver validates handles.
-        let status = unsafe { cu::$f($($arg),*) };
-        $crate::driver::check(status, stringify!($f), $req)
-    }};
-}
-
-mod device;
-mod memory;
-mod module;
-mod pool;
-mod stream;
-mod vmm;
+pub mod device;
+pub mod memory;
+pub mod module;
+pub mod pool;
+pub mod stream;
+pub mod vmm;
 
 pub use device::*;
 pub use memory::*;
@@ -101,8 +103,8 @@ const DRIVER_LIBRARY: &str = if cfg!(windows) {
 
 /// Every driver entry point this module calls, checked once by [`init`]
 /// before the first call: cudarc panics on a missing symbol, we return an
-/// error instead. Keep in step with the `call!`s below (the test
-/// `entry_points_cover_every_call` reads this file and checks it).
+/// error instead. Keep in step with the calls of the group files (the test
+/// `entry_points_cover_every_call` reads them and checks it).
 const ENTRY_POINTS: &[&str] = &[
     "cuGetErrorName",
     "cuInit",
@@ -187,16 +189,13 @@ mod tests {
         .concat();
         let source = source.as_str();
         let mut called = Vec::new();
-        for marker in ["call!(", "cu::"] {
-            for (at, _) in source.match_indices(marker) {
-                let name: String = source[at + marker.len()..]
-                    .trim_start()
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if name.starts_with("cu") {
-                    called.push(name);
-                }
+        for (at, marker) in source.match_indices("cu::") {
+            let name: String = source[at + marker.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name.starts_with("cu") {
+                called.push(name);
             }
         }
         called.sort();
