@@ -122,8 +122,9 @@ type GetDefaultMemPool =
 
 /// The default pool of managed memory of `device` (`cuMemGetDefaultMemPool`
 /// with `CU_MEM_ALLOCATION_TYPE_MANAGED`, preferred location the device).
-/// A CUDA 13 entry point, so not in [`ENTRY_POINTS`]: it is looked up at
-/// each call, and a driver without it is reported, not a failed start.
+/// A CUDA 13 entry point, so not in [`ENTRY_POINTS`](super::ENTRY_POINTS):
+/// it is looked up at each call, and a driver without it is reported, not
+/// a failed start.
 ///
 /// # Errors
 /// [`Error::Logic`] when the driver lacks the entry point (older than CUDA
