@@ -8,11 +8,13 @@
 //! destroying calls, that it is not used after. Creating calls write one
 //! handle through an out-pointer to a local and take flags only.
 
+use std::num::NonZeroUsize;
+
 use cudarc::driver::sys as cu;
 
 use super::check;
 use super::device::ensure_context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A `CUstream`: one of ours, one of another library (entered through
 /// [`from_raw`](Self::from_raw)), or one of the special handles
@@ -50,15 +52,16 @@ impl StreamHandle {
     }
 }
 
-/// A `CUevent` made by [`event_create`].
+/// A `CUevent` made by [`event_create`]; never null, so that an
+/// `Option<EventHandle>` is one word, as the handle itself.
 #[repr(transparent)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventHandle(usize);
+pub struct EventHandle(NonZeroUsize);
 
 impl EventHandle {
     /// The driver's type, for a call.
     fn raw(self) -> cu::CUevent {
-        self.0 as cu::CUevent
+        self.0.get() as cu::CUevent
     }
 }
 
@@ -140,7 +143,9 @@ pub fn event_create(timing: bool) -> Result<EventHandle> {
     };
     // SAFETY: `e` is a valid out-pointer; a context is current.
     check(unsafe { cu::cuEventCreate(&mut e, flags) }, "cuEventCreate", 0)?;
-    Ok(EventHandle(e as usize))
+    NonZeroUsize::new(e as usize)
+        .map(EventHandle)
+        .ok_or_else(|| Error::Logic("cuEventCreate succeeded without an event".into()))
 }
 
 /// Destroys an event.
