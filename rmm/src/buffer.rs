@@ -261,8 +261,8 @@ impl DeviceBuffer {
                 // SAFETY: the destination lies inside the buffer (checked
                 // above) and stays allocated until the copy has run (`access`
                 // joins the buffer's stream after `s`); the caller guarantees
-                // the source.
-                unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, s.as_raw()) }
+                // the source; `s` is a live view.
+                unsafe { driver::memcpy_async(buf.ptr.addr(), src.addr(), size, s.handle()) }
             })?;
         }
         Ok(buf)
@@ -299,8 +299,8 @@ impl DeviceBuffer {
             // SAFETY: both ranges are live allocations of at least `size`
             // bytes; the source outlives the copy because `access` makes its
             // stream wait for `s` before it can be freed, and the copy is
-            // ordered on `s`, its own stream.
-            unsafe { driver::memcpy_async(copy.ptr.addr(), self.ptr.addr(), self.size, s.as_raw()) }
+            // ordered on `s`, its own stream, a live view.
+            unsafe { driver::memcpy_async(copy.ptr.addr(), self.ptr.addr(), self.size, s.handle()) }
         })?;
         Ok(copy)
     }
@@ -687,8 +687,8 @@ impl DeviceBuffer {
         stream_wait(stream, self.stream.view())?;
         // SAFETY: the device side lies inside the allocation (checked above);
         // the caller guarantees the host side; the stream is synchronised
-        // before return, so neither is used afterwards.
-        unsafe { driver::memcpy_async(dst, src, bytes, stream.as_raw())? };
+        // before return, so neither is used afterwards; `stream` is a live view.
+        unsafe { driver::memcpy_async(dst, src, bytes, stream.handle())? };
         stream.synchronize()
     }
 
@@ -749,8 +749,8 @@ impl DeviceBuffer {
         self.access("memset", stream, |s| {
             // SAFETY: the range lies inside the allocation (checked above),
             // which outlives the memset because `access` makes its stream
-            // wait for `s`.
-            unsafe { driver::memset_async(self.ptr.offset(offset).addr(), value, width, count, s.as_raw()) }
+            // wait for `s`, a live view.
+            unsafe { driver::memset_async(self.ptr.offset(offset).addr(), value, width, count, s.handle()) }
         })
     }
 
@@ -787,8 +787,8 @@ impl DeviceBuffer {
                 // SAFETY: every run lies inside `offset..offset + bytes`,
                 // which is inside the allocation (checked above); the
                 // allocation outlives the memsets because `access` makes its
-                // stream wait for `s`.
-                unsafe { driver::memset_async(run.dst, run.value, run.width, run.count, s.as_raw())? };
+                // stream wait for `s`, a live view.
+                unsafe { driver::memset_async(run.dst, run.value, run.width, run.count, s.handle())? };
             }
             Ok(())
         })
@@ -822,8 +822,11 @@ impl DeviceBuffer {
         if keep > 0 && !self.is_simulated() {
             let copied = self.guard().and_then(|_g| {
                 // SAFETY: both ranges are live allocations of at least `keep`
-                // bytes, ordered on the buffer's stream.
-                unsafe { driver::memcpy_async(new_ptr.addr(), self.ptr.addr(), keep, self.stream.as_raw()) }
+                // bytes, ordered on the buffer's stream, which its StreamRef
+                // keeps alive.
+                unsafe {
+                    driver::memcpy_async(new_ptr.addr(), self.ptr.addr(), keep, self.stream.view().handle())
+                }
             });
             if let Err(e) = copied {
                 // SAFETY: allocated just above with these arguments; the

@@ -218,7 +218,7 @@ pub fn prefetch(
     if bytes == 0 || ptr.is_null() || !supports_concurrent_managed_access(device)? {
         return Ok(());
     }
-    match driver::mem_prefetch_async(ptr, bytes, device.0, stream.as_raw()) {
+    match stream.prefetch(ptr, bytes, device.0) {
         // Not managed memory: nothing to prefetch.
         Err(Error::Cuda { code: 1, .. }) => Ok(()),
         other => other,

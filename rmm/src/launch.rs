@@ -31,7 +31,7 @@
 use std::ffi::{c_void, CStr};
 
 use crate::device::DeviceId;
-use crate::driver;
+use crate::driver::{self, EventHandle, FunctionHandle, ModuleHandle};
 use crate::error::Result;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -40,7 +40,7 @@ use crate::stream::CudaStreamView;
 /// are never unloaded (they live as long as the primary context, i.e. the
 /// process), so the [`Function`]s looked up in them stay valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Module(usize);
+pub struct Module(ModuleHandle);
 
 impl Module {
     /// Loads a PTX (or cubin) image, which must end with a NUL byte, into
@@ -58,13 +58,15 @@ impl Module {
     /// # Errors
     /// The driver's error when no such kernel exists.
     pub fn function(&self, name: &CStr) -> Result<Function> {
-        driver::module_get_function(self.0, name).map(Function)
+        // SAFETY: a Module is made only by `load` and modules are never
+        // unloaded, so its handle is live.
+        unsafe { driver::module_get_function(self.0, name) }.map(Function)
     }
 }
 
 /// A kernel of a [`Module`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Function(usize);
+pub struct Function(FunctionHandle);
 
 impl Function {
     /// How many blocks of `block_size` threads (with `dynamic_shared` bytes
@@ -73,7 +75,9 @@ impl Function {
     /// # Errors
     /// The driver's error.
     pub fn max_active_blocks(self, block_size: u32, dynamic_shared: usize) -> Result<i32> {
-        driver::occupancy_max_active_blocks(self.0, block_size, dynamic_shared)
+        // SAFETY: a Function is made only by `Module::function`, from a
+        // module that is never unloaded, so its handle is live.
+        unsafe { driver::occupancy_max_active_blocks(self.0, block_size, dynamic_shared) }
     }
 
     /// Launches the kernel on `stream` (`cuLaunchKernel`).
@@ -96,8 +100,9 @@ impl Function {
         stream: CudaStreamView<'_>,
         params: &mut [*mut c_void],
     ) -> Result<()> {
-        // SAFETY: forwarded contract; the stream is live for the borrow.
-        unsafe { driver::launch_kernel(self.0, grid, block, shared_bytes, stream.as_raw(), params) }
+        // SAFETY: forwarded contract; the function is live (its module is
+        // never unloaded) and the stream is live for the borrow.
+        unsafe { driver::launch_kernel(self.0, grid, block, shared_bytes, stream.handle(), params) }
     }
 }
 
@@ -112,7 +117,7 @@ pub fn multiprocessor_count(device: DeviceId) -> Result<i32> {
 /// An owned CUDA event with timing enabled, for measuring GPU time between
 /// two points of a stream. Destroyed on drop.
 #[derive(Debug)]
-pub struct Event(usize);
+pub struct Event(EventHandle);
 
 impl Event {
     /// A new timing event in the current context.
@@ -128,7 +133,9 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn record(&self, stream: CudaStreamView<'_>) -> Result<()> {
-        driver::event_record(self.0, stream.as_raw())
+        // SAFETY: `self` owns the event (destroyed only on drop); the stream
+        // is live for the borrow.
+        unsafe { driver::event_record(self.0, stream.handle()) }
     }
 
     /// Blocks until the work recorded before the event has finished.
@@ -136,7 +143,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn synchronize(&self) -> Result<()> {
-        driver::event_synchronize(self.0)
+        // SAFETY: `self` owns the event (destroyed only on drop).
+        unsafe { driver::event_synchronize(self.0) }
     }
 
     /// Milliseconds from `start` to this event (both recorded and complete).
@@ -144,7 +152,9 @@ impl Event {
     /// # Errors
     /// The driver's error (e.g. an event not yet recorded).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
-        driver::event_elapsed_ms(start.0, self.0)
+        // SAFETY: both events are owned by live `Event`s (destroyed only on
+        // drop).
+        unsafe { driver::event_elapsed_ms(start.0, self.0) }
     }
 }
 
@@ -177,7 +187,7 @@ pub unsafe fn memcpy_async(
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
     // SAFETY: forwarded contract; the stream is live for the borrow.
-    unsafe { driver::memcpy_async(dst.addr(), src.addr(), bytes, stream.as_raw()) }
+    unsafe { driver::memcpy_async(dst.addr(), src.addr(), bytes, stream.handle()) }
 }
 
 /// Fills `count` elements of `element_size` (1, 2 or 4) bytes at `dst` with
@@ -199,5 +209,5 @@ pub unsafe fn memset_async(
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
     // SAFETY: forwarded contract; the stream is live for the borrow.
-    unsafe { driver::memset_async(dst.addr(), value, element_size, count, stream.as_raw()) }
+    unsafe { driver::memset_async(dst.addr(), value, element_size, count, stream.handle()) }
 }

@@ -63,7 +63,8 @@ pub unsafe fn copy_peer_async(
             }
         }
     }
-    // SAFETY: forwarded contract; both pointers were checked above.
+    // SAFETY: forwarded contract; both pointers were checked above, and the
+    // stream is live for the borrow.
     unsafe {
         driver::memcpy_peer_async(
             dst.addr(),
@@ -71,7 +72,7 @@ pub unsafe fn copy_peer_async(
             src.addr(),
             src_device.value(),
             bytes,
-            stream.as_raw(),
+            stream.handle(),
         )
     }
 }

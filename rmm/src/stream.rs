@@ -39,8 +39,9 @@ use std::sync::Arc;
 #[cfg(feature = "cust")]
 use cust::stream::{Stream, StreamFlags};
 
-use crate::driver;
+use crate::driver::{self, StreamHandle};
 use crate::error::{Error, Result};
+use crate::ptr::DevicePtr;
 
 /// The driver stream a [`CudaStream`] owns: with the `cust` feature, cust's
 /// `Stream` (so that a stream converts to and from cust, which cannot adopt a
@@ -49,7 +50,7 @@ use crate::error::{Error, Result};
 #[cfg(not(feature = "cust"))]
 #[derive(Debug)]
 struct Stream {
-    raw: usize,
+    raw: StreamHandle,
 }
 
 #[cfg(not(feature = "cust"))]
@@ -59,7 +60,7 @@ impl Drop for Stream {
         // only owner (shared through an `Arc`, dropped once); nothing uses the
         // handle after.
         if let Err(e) = unsafe { driver::stream_destroy(self.raw) } {
-            log::warn!("destroying stream {:#x}: {e}", self.raw);
+            log::warn!("destroying stream {:#x}: {e}", self.raw.as_raw());
         }
     }
 }
@@ -91,15 +92,15 @@ fn create_cust_stream(flags: StreamFlags) -> Result<Stream> {
     })
 }
 
-/// The raw handle of an owned stream.
+/// The handle of an owned stream.
 #[cfg(not(feature = "cust"))]
-fn raw_handle(s: &Stream) -> usize {
+fn raw_handle(s: &Stream) -> StreamHandle {
     s.raw
 }
 
 #[cfg(feature = "cust")]
-fn raw_handle(s: &Stream) -> usize {
-    s.as_inner() as usize
+fn raw_handle(s: &Stream) -> StreamHandle {
+    StreamHandle::from_raw(s.as_inner() as usize)
 }
 
 /// A non-owning, copyable handle to a CUDA stream, valid for `'a`.
@@ -122,7 +123,7 @@ fn raw_handle(s: &Stream) -> usize {
 /// ```
 #[derive(Clone, Copy)]
 pub struct CudaStreamView<'a> {
-    raw: usize,
+    raw: StreamHandle,
     /// The stream this view borrows, when it is one of ours; lets
     /// [`StreamRef::from`] keep it alive. `None` for the special streams and
     /// for views made by [`CudaStreamView::from_raw`].
@@ -131,13 +132,13 @@ pub struct CudaStreamView<'a> {
 
 impl CudaStreamView<'static> {
     /// The default stream (null handle, legacy semantics).
-    pub const DEFAULT: CudaStreamView<'static> = CudaStreamView::special(0);
+    pub const DEFAULT: CudaStreamView<'static> = CudaStreamView::special(StreamHandle::NULL);
     /// The legacy default stream named explicitly (`CU_STREAM_LEGACY`).
-    pub const LEGACY: CudaStreamView<'static> = CudaStreamView::special(0x1);
+    pub const LEGACY: CudaStreamView<'static> = CudaStreamView::special(StreamHandle::LEGACY);
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`).
-    pub const PER_THREAD: CudaStreamView<'static> = CudaStreamView::special(0x2);
+    pub const PER_THREAD: CudaStreamView<'static> = CudaStreamView::special(StreamHandle::PER_THREAD);
 
-    const fn special(raw: usize) -> Self {
+    const fn special(raw: StreamHandle) -> Self {
         CudaStreamView { raw, owner: None }
     }
 }
@@ -163,22 +164,34 @@ impl<'a> CudaStreamView<'a> {
     /// to the simulated resource (which never calls the driver) may hold any
     /// value.
     pub const unsafe fn from_raw(raw: usize) -> Self {
-        CudaStreamView { raw, owner: None }
+        CudaStreamView {
+            raw: StreamHandle::from_raw(raw),
+            owner: None,
+        }
     }
 
     /// The raw handle as an integer.
     pub const fn as_raw(self) -> usize {
+        self.raw.as_raw()
+    }
+
+    /// The driver handle, live for `'a`: the view borrows its
+    /// [`CudaStream`], names a special stream, or came from
+    /// [`from_raw`](Self::from_raw), whose contract says so. What the
+    /// driver layer's stream calls ask of a [`StreamHandle`].
+    #[inline(always)]
+    pub(crate) const fn handle(self) -> StreamHandle {
         self.raw
     }
 
     /// True for the default stream, null or legacy handle.
     pub const fn is_default(self) -> bool {
-        self.raw == 0 || self.raw == 1
+        matches!(self.raw, StreamHandle::NULL | StreamHandle::LEGACY)
     }
 
     /// True for the per-thread default stream.
     pub const fn is_per_thread_default(self) -> bool {
-        self.raw == 2
+        matches!(self.raw, StreamHandle::PER_THREAD)
     }
 
     /// Blocks until all work on the stream has finished.
@@ -186,7 +199,8 @@ impl<'a> CudaStreamView<'a> {
     /// # Errors
     /// The driver's error (e.g. an earlier kernel fault).
     pub fn synchronize(self) -> Result<()> {
-        driver::stream_synchronize(self.raw)
+        // SAFETY: a view's stream is live for `'a` (see `handle`).
+        unsafe { driver::stream_synchronize(self.raw) }
     }
 
     /// Like [`synchronize`](Self::synchronize) but logs instead of returning
@@ -202,7 +216,21 @@ impl<'a> CudaStreamView<'a> {
     /// # Errors
     /// The driver's error.
     pub fn is_idle(self) -> Result<bool> {
-        driver::stream_query(self.raw)
+        // SAFETY: a view's stream is live for `'a` (see `handle`).
+        unsafe { driver::stream_query(self.raw) }
+    }
+
+    /// Prefetches `[ptr, ptr + bytes)` of managed memory to `device` in this
+    /// stream's order (`cuMemPrefetchAsync`), for [`crate::device::prefetch`]
+    /// and the prefetch adaptor.
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for memory that is not
+    /// managed).
+    pub(crate) fn prefetch(self, ptr: DevicePtr, bytes: usize, device: i32) -> Result<()> {
+        // SAFETY: a view's stream is live for `'a` (see `handle`); a prefetch
+        // never changes memory contents, and the driver checks the range.
+        unsafe { driver::mem_prefetch_async(ptr, bytes, device, self.raw) }
     }
 }
 
@@ -230,7 +258,7 @@ impl Ord for CudaStreamView<'_> {
 
 impl std::fmt::Debug for CudaStreamView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.raw {
+        match self.raw.as_raw() {
             0 => write!(f, "CudaStreamView(default)"),
             1 => write!(f, "CudaStreamView(legacy)"),
             2 => write!(f, "CudaStreamView(per-thread)"),
@@ -241,7 +269,7 @@ impl std::fmt::Debug for CudaStreamView<'_> {
 
 impl std::fmt::LowerHex for CudaStreamView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::LowerHex::fmt(&self.raw, f)
+        std::fmt::LowerHex::fmt(&self.raw.as_raw(), f)
     }
 }
 
@@ -266,7 +294,7 @@ impl<'a> From<&'a CudaStream> for CudaStreamView<'a> {
 /// ```
 #[derive(Clone)]
 pub struct StreamRef {
-    raw: usize,
+    raw: StreamHandle,
     owner: Option<Arc<Stream>>,
 }
 
@@ -281,7 +309,7 @@ impl StreamRef {
 
     /// The raw handle as an integer.
     pub fn as_raw(&self) -> usize {
-        self.raw
+        self.raw.as_raw()
     }
 }
 
@@ -430,8 +458,11 @@ pub(crate) fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> R
         return Ok(());
     }
     let event = driver::event_create(false)?;
-    let r = driver::event_record(event, producer.as_raw())
-        .and_then(|()| driver::stream_wait_event(waiter.as_raw(), event));
+    // SAFETY: the event was created above and is destroyed below; both views'
+    // streams are live for the call (see `CudaStreamView::handle`).
+    let r = unsafe { driver::event_record(event, producer.handle()) }
+        // SAFETY: as above.
+        .and_then(|()| unsafe { driver::stream_wait_event(waiter.handle(), event) });
     // SAFETY: the event was created above; destroying it after the wait was
     // enqueued is allowed (the driver releases it once it completes).
     if let Err(e) = unsafe { driver::event_destroy(event) } {

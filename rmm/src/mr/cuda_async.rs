@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::detail::driver_pools;
 use super::{check_base_alignment, MemoryResource};
 use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
-use crate::driver::{self, PoolAttribute};
+use crate::driver::{self, PoolAttribute, PoolHandle};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -74,7 +74,7 @@ impl CudaAsyncOptions {
 
 #[derive(Debug)]
 struct OwnedPool {
-    pool: usize,
+    pool: PoolHandle,
     device: DeviceId,
     export: ExportHandleType,
     /// The pool has been exported to a shareable handle at least once (the
@@ -85,7 +85,9 @@ struct OwnedPool {
 impl Drop for OwnedPool {
     fn drop(&mut self) {
         // Recycled, not destroyed: see `detail::driver_pools`.
-        driver_pools::give_back(self.device, self.export.bits(), self.pool);
+        // SAFETY: the pool came from `driver_pools::take` with these
+        // arguments, and this is its last owner (shared through an `Arc`).
+        unsafe { driver_pools::give_back(self.device, self.export.bits(), self.pool) };
     }
 }
 
@@ -144,7 +146,9 @@ impl CudaAsyncMemoryResource {
             exported: std::sync::atomic::AtomicBool::new(false),
         });
         let threshold = options.release_threshold.unwrap_or(u64::MAX);
-        driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold)?;
+        let attr = PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        // SAFETY: `owned` holds the pool just taken, so it is live.
+        unsafe { driver::mem_pool_set_u64(pool, attr, threshold)? };
         let mr = CudaAsyncMemoryResource { owned };
         if let Some(initial) = options.initial_pool_size.filter(|&n| n > 0) {
             let p = mr.allocate(initial, 256, CudaStreamView::DEFAULT)?;
@@ -157,25 +161,31 @@ impl CudaAsyncMemoryResource {
 
     /// The driver pool handle (`CUmemoryPool` as an integer).
     pub fn pool_handle(&self) -> usize {
-        self.owned.pool
+        self.owned.pool.as_raw()
     }
 
     /// The pool's release threshold in bytes.
     pub fn release_threshold(&self) -> Result<u64> {
-        driver::mem_pool_get_u64(self.owned.pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+        let attr = PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        // SAFETY: the resource owns its pool, which lives at least as long.
+        unsafe { driver::mem_pool_get_u64(self.owned.pool, attr) }
     }
 
     /// Bytes the pool currently holds from the driver.
     pub fn reserved_bytes(&self) -> Result<u64> {
-        driver::mem_pool_get_u64(
-            self.owned.pool,
-            PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
-        )
+        let attr = PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+        // SAFETY: the resource owns its pool, which lives at least as long.
+        unsafe { driver::mem_pool_get_u64(self.owned.pool, attr) }
     }
 
     /// The handle type the pool's memory can be exported as.
     pub fn export_handle_type(&self) -> ExportHandleType {
         self.owned.export
+    }
+
+    /// The driver pool, live as long as the resource (it owns the pool).
+    pub(crate) fn pool(&self) -> PoolHandle {
+        self.owned.pool
     }
 
     /// The device the pool belongs to.
@@ -200,14 +210,17 @@ impl CudaAsyncMemoryResource {
 
 impl MemoryResource for CudaAsyncMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        pool_allocate(
-            "CudaAsyncMemoryResource",
-            self.owned.pool,
-            self.owned.device,
-            bytes,
-            alignment,
-            stream,
-        )
+        // SAFETY: the resource owns its pool, which lives at least as long.
+        unsafe {
+            pool_allocate(
+                "CudaAsyncMemoryResource",
+                self.owned.pool,
+                self.owned.device,
+                bytes,
+                alignment,
+                stream,
+            )
+        }
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.
@@ -226,7 +239,7 @@ impl MemoryResource for CudaAsyncMemoryResource {
 /// Equal to any resource over the same pool.
 #[derive(Debug, Clone)]
 pub struct CudaAsyncViewMemoryResource {
-    pool: usize,
+    pool: PoolHandle,
     device: DeviceId,
     // Keeps an owning resource's pool alive when the view came from `view()`.
     _keep: Option<Arc<OwnedPool>>,
@@ -248,7 +261,7 @@ impl CudaAsyncViewMemoryResource {
             ));
         }
         Ok(CudaAsyncViewMemoryResource {
-            pool,
+            pool: PoolHandle::from_raw(pool),
             device: current_device()?,
             _keep: None,
         })
@@ -256,20 +269,24 @@ impl CudaAsyncViewMemoryResource {
 
     /// The driver pool handle.
     pub fn pool_handle(&self) -> usize {
-        self.pool
+        self.pool.as_raw()
     }
 }
 
 impl MemoryResource for CudaAsyncViewMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        pool_allocate(
-            "CudaAsyncViewMemoryResource",
-            self.pool,
-            self.device,
-            bytes,
-            alignment,
-            stream,
-        )
+        // SAFETY: the pool outlives the view: `from_raw`'s contract, or the
+        // owning resource's pool kept by `_keep`.
+        unsafe {
+            pool_allocate(
+                "CudaAsyncViewMemoryResource",
+                self.pool,
+                self.device,
+                bytes,
+                alignment,
+                stream,
+            )
+        }
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.
@@ -284,12 +301,12 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
 }
 
 /// The driver pool behind `r`, if it is one of the driver pool resources.
-pub(crate) fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
+pub(crate) fn pool_of(r: &dyn MemoryResource) -> Option<PoolHandle> {
     if let Some(a) = r.downcast_ref::<CudaAsyncMemoryResource>() {
-        return Some(a.pool_handle());
+        return Some(a.pool());
     }
     if let Some(m) = r.downcast_ref::<super::CudaAsyncManagedMemoryResource>() {
-        return Some(m.pool_handle());
+        return Some(m.pool());
     }
     r.downcast_ref::<CudaAsyncViewMemoryResource>().map(|v| v.pool)
 }
@@ -300,10 +317,13 @@ pub(crate) fn pool_of(r: &dyn MemoryResource) -> Option<usize> {
 /// Inlined into each resource's `allocate` (one call less per
 /// allocation), with every failure handled out of line: `benches/rmm_ab`
 /// weighs this path against the bare driver call in the same process.
+///
+/// # Safety
+/// `pool` is live.
 #[inline(always)]
-pub(crate) fn pool_allocate(
+pub(crate) unsafe fn pool_allocate(
     what: &'static str,
-    pool: usize,
+    pool: PoolHandle,
     device: DeviceId,
     bytes: usize,
     alignment: usize,
@@ -316,7 +336,9 @@ pub(crate) fn pool_allocate(
     // With one visible device this asks nothing; the driver call itself
     // makes a context current if the thread has none.
     ensure_current(what, device)?;
-    driver::mem_alloc_from_pool_async(bytes, pool, stream.as_raw()).map_err(|e| named(what, e))
+    // SAFETY: the caller's contract: `pool` is live; the stream is live for
+    // the borrow.
+    unsafe { driver::mem_alloc_from_pool_async(bytes, pool, stream.handle()) }.map_err(|e| named(what, e))
 }
 
 /// `e` with an out-of-memory reason naming the resource `what`.
@@ -352,8 +374,8 @@ pub(crate) unsafe fn pool_deallocate(
         return unsafe { free_under_its_device(e, device, ptr, stream) };
     }
     // SAFETY: the caller guarantees `ptr` came from this pool and that
-    // `stream` follows its last use.
-    let freed = unsafe { driver::mem_free_async(ptr, stream.as_raw()) };
+    // `stream` follows its last use; the stream is live for the borrow.
+    let freed = unsafe { driver::mem_free_async(ptr, stream.handle()) };
     if let Err(e) = freed {
         log_failed_free(what, ptr, e);
     }
@@ -370,8 +392,8 @@ pub(crate) unsafe fn pool_deallocate(
 unsafe fn free_under_its_device(misuse: Error, device: DeviceId, ptr: DevicePtr, stream: CudaStreamView) {
     log::error!("{misuse} (freeing {ptr} with its device made current)");
     let guard = DeviceGuard::new(device).ok();
-    // SAFETY: forwarded contract.
-    let freed = unsafe { driver::mem_free_async(ptr, stream.as_raw()) };
+    // SAFETY: forwarded contract; the stream is live for the borrow.
+    let freed = unsafe { driver::mem_free_async(ptr, stream.handle()) };
     if let Err(e) = freed {
         log::error!("cuMemFreeAsync({ptr}) under {device} failed: {e}");
     }

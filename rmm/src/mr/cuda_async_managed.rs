@@ -4,7 +4,7 @@
 use super::cuda_async::{pool_allocate, pool_deallocate, pool_of};
 use super::MemoryResource;
 use crate::device::{current_device, DeviceId};
-use crate::driver::{self, PoolAttribute};
+use crate::driver::{self, PoolAttribute, PoolHandle};
 use crate::error::Result;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -35,7 +35,7 @@ use crate::stream::CudaStreamView;
 /// ```
 #[derive(Debug, Clone)]
 pub struct CudaAsyncManagedMemoryResource {
-    pool: usize,
+    pool: PoolHandle,
     device: DeviceId,
 }
 
@@ -57,6 +57,11 @@ impl CudaAsyncManagedMemoryResource {
 
     /// The driver pool handle (`CUmemoryPool` as an integer).
     pub fn pool_handle(&self) -> usize {
+        self.pool.as_raw()
+    }
+
+    /// The driver pool, a device's default pool (live for the process).
+    pub(crate) fn pool(&self) -> PoolHandle {
         self.pool
     }
 
@@ -65,13 +70,18 @@ impl CudaAsyncManagedMemoryResource {
     /// # Errors
     /// The driver's error.
     pub fn reserved_bytes(&self) -> Result<u64> {
-        driver::mem_pool_get_u64(self.pool, PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+        let attr = PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+        // SAFETY: a device's default pool lives as long as its primary
+        // context, i.e. the process.
+        unsafe { driver::mem_pool_get_u64(self.pool, attr) }
     }
 }
 
 impl MemoryResource for CudaAsyncManagedMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        pool_allocate(Self::NAME, self.pool, self.device, bytes, alignment, stream)
+        // SAFETY: a device's default pool lives as long as its primary
+        // context, i.e. the process.
+        unsafe { pool_allocate(Self::NAME, self.pool, self.device, bytes, alignment, stream) }
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.

@@ -49,7 +49,7 @@ use std::sync::atomic::Ordering;
 use super::CudaAsyncMemoryResource;
 use super::ExportHandleType;
 use crate::device::{current_device, ensure_current, DeviceId};
-use crate::driver;
+use crate::driver::{self, PoolHandle};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -127,7 +127,8 @@ impl CudaAsyncMemoryResource {
             )));
         }
         ensure_current("CudaAsyncMemoryResource", self.pool_device())?;
-        let fd = driver::mem_pool_export_posix_fd(self.pool_handle())?;
+        // SAFETY: the resource owns its pool, which lives at least as long.
+        let fd = unsafe { driver::mem_pool_export_posix_fd(self.pool())? };
         self.exported_flag().store(true, Ordering::Release);
         // SAFETY: the driver just created this descriptor for the caller,
         // who owns it from here on.
@@ -167,7 +168,7 @@ impl CudaAsyncMemoryResource {
 /// the process runs: `docs/known-issues.md`).
 #[derive(Debug, Clone)]
 pub struct ImportedPool {
-    pool: usize,
+    pool: PoolHandle,
     device: DeviceId,
 }
 
@@ -191,7 +192,8 @@ impl ImportedPool {
     /// for export data of another pool or of a freed allocation.
     pub fn import(&self, export: &PoolPointerExport) -> Result<ImportedAllocation> {
         ensure_current("ImportedPool", self.device)?;
-        let ptr = driver::mem_pool_import_pointer(self.pool, export.0)?;
+        // SAFETY: an imported pool is kept for the life of the process.
+        let ptr = unsafe { driver::mem_pool_import_pointer(self.pool, export.0)? };
         Ok(ImportedAllocation {
             ptr,
             device: self.device,
@@ -201,7 +203,7 @@ impl ImportedPool {
 
     /// The imported pool handle (`CUmemoryPool` as an integer).
     pub fn pool_handle(&self) -> usize {
-        self.pool
+        self.pool.as_raw()
     }
 }
 
@@ -231,8 +233,8 @@ impl ImportedAllocation {
         ensure_current("ImportedAllocation", self.device)?;
         // SAFETY: the mapping was made by `import`, is freed once (the flag
         // above keeps Drop from freeing it again) and the caller orders the
-        // free after its uses by passing `stream`.
-        unsafe { driver::mem_free_async(self.ptr, stream.as_raw()) }
+        // free after its uses by passing `stream`, live for the borrow.
+        unsafe { driver::mem_free_async(self.ptr, stream.handle()) }
     }
 }
 

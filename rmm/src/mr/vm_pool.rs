@@ -74,7 +74,10 @@ impl VmBacking {
     fn map_more(&mut self, bytes: usize) -> Result<u64> {
         let at = self.base + self.mapped as u64;
         let handle = driver::vmm_create(self.device, bytes)?;
-        let mapped = driver::vmm_map(DevicePtr::new(at), bytes, handle, self.device);
+        // SAFETY: `handle` was just created; `[at, at + bytes)` follows the
+        // mapped part of our reservation, and the callers keep `bytes` within
+        // what is left of it, so nothing is mapped there.
+        let mapped = unsafe { driver::vmm_map(DevicePtr::new(at), bytes, handle, self.device) };
         // SAFETY: the handle came from vmm_create; a successful mapping keeps
         // the memory alive until it is unmapped, so the handle is not needed.
         if let Err(e) = unsafe { driver::vmm_release(handle) } {

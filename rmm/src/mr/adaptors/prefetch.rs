@@ -82,7 +82,7 @@ impl<U: MemoryResource> PrefetchAdaptor<U> {
         if !self.concurrent_managed_access(device)? {
             return Ok(());
         }
-        match driver::mem_prefetch_async(ptr, bytes, device, stream.as_raw()) {
+        match stream.prefetch(ptr, bytes, device) {
             Err(Error::Cuda {
                 code: CUDA_ERROR_INVALID_VALUE,
                 ..

@@ -25,14 +25,14 @@
 use std::sync::Mutex;
 
 use crate::device::{DeviceGuard, DeviceId};
-use crate::driver::{self, PoolAttribute};
+use crate::driver::{self, PoolAttribute, PoolHandle};
 use crate::error::Result;
 
 /// A pool waiting for its next owner.
 struct IdlePool {
     device: DeviceId,
     handle_types: u32,
-    pool: usize,
+    pool: PoolHandle,
 }
 
 static IDLE: Mutex<Vec<IdlePool>> = Mutex::new(Vec::new());
@@ -42,7 +42,7 @@ static IDLE: Mutex<Vec<IdlePool>> = Mutex::new(Vec::new());
 ///
 /// # Errors
 /// The driver's error when a new pool cannot be made.
-pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<usize> {
+pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<PoolHandle> {
     let recycled = {
         let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
         idle.iter()
@@ -52,7 +52,9 @@ pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<usize> {
     match recycled {
         Some(pool) => {
             let _guard = DeviceGuard::new(device)?;
-            driver::mem_pool_trim_to(pool, 0)?;
+            // SAFETY: a listed pool is live (pools in `IDLE` are never
+            // destroyed) and now ours alone.
+            unsafe { driver::mem_pool_trim_to(pool, 0)? };
             Ok(pool)
         }
         None => driver::mem_pool_create(device.0, handle_types),
@@ -61,14 +63,20 @@ pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<usize> {
 
 /// Takes back a pool whose last owner is gone. Never panics; a pool that
 /// cannot be reset is logged and destroyed instead.
-pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
+///
+/// # Safety
+/// `pool` came from [`take`] with these arguments, is live, and is not used
+/// after by its owner.
+pub(crate) unsafe fn give_back(device: DeviceId, handle_types: u32, pool: PoolHandle) {
     if destroy_instead() {
-        destroy(device, pool);
+        // SAFETY: the caller's contract: a live pool nobody uses any more.
+        unsafe { destroy(device, pool) };
         return;
     }
     let reset = (|| -> Result<()> {
         let _guard = DeviceGuard::new(device)?;
-        driver::mem_pool_trim_to(pool, 0)?;
+        // SAFETY: the caller's contract: `pool` is live and ours alone.
+        unsafe { driver::mem_pool_trim_to(pool, 0)? };
         // The driver's defaults, so that the next owner starts from a pool
         // that behaves like a new one.
         for attr in [
@@ -76,14 +84,18 @@ pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
             PoolAttribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
             PoolAttribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
         ] {
-            driver::mem_pool_set_i32(pool, attr, 1)?;
+            // SAFETY: the caller's contract: `pool` is live and ours alone.
+            unsafe { driver::mem_pool_set_i32(pool, attr, 1)? };
         }
-        driver::mem_pool_set_u64(pool, PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 0)?;
+        let threshold = PoolAttribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        // SAFETY: the caller's contract: `pool` is live and ours alone.
+        unsafe { driver::mem_pool_set_u64(pool, threshold, 0)? };
         for attr in [
             PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
             PoolAttribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
         ] {
-            driver::mem_pool_set_u64(pool, attr, 0)?;
+            // SAFETY: the caller's contract: `pool` is live and ours alone.
+            unsafe { driver::mem_pool_set_u64(pool, attr, 0)? };
         }
         Ok(())
     })();
@@ -95,7 +107,8 @@ pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
         }),
         Err(e) => {
             log::error!("driver pool {pool:#x} of {device} cannot be reset ({e}); destroying it");
-            destroy(device, pool);
+            // SAFETY: as above; the pool was not listed.
+            unsafe { destroy(device, pool) };
         }
     }
 }
@@ -107,9 +120,13 @@ fn destroy_instead() -> bool {
     *DESTROY.get_or_init(|| matches!(std::env::var("RMM_DESTROY_POOLS").as_deref(), Ok("1")))
 }
 
-fn destroy(device: DeviceId, pool: usize) {
+/// Destroys `pool` of `device` (`cuMemPoolDestroy`); failures are logged.
+///
+/// # Safety
+/// `pool` is live, its last owner is gone, and it is not in `IDLE`.
+unsafe fn destroy(device: DeviceId, pool: PoolHandle) {
     let _guard = DeviceGuard::new(device);
-    // SAFETY: the pool's last owner is gone, and it is not in `IDLE`.
+    // SAFETY: the caller's contract: a live pool that nobody uses any more.
     if let Err(e) = unsafe { driver::mem_pool_destroy(pool) } {
         log::error!("driver pool {pool:#x} of {device}: cuMemPoolDestroy failed: {e}");
     }

@@ -31,7 +31,7 @@ use super::annotations::ChunkHeaps;
 use super::free_list::FreeBlocks;
 use super::live_set::{log_bad_free, LiveMap};
 use crate::device::{ensure_current, DeviceId};
-use crate::driver;
+use crate::driver::{self, EventHandle};
 use crate::error::{Error, Result};
 use crate::mr::FreeBlockStats;
 use crate::stream::CudaStreamView;
@@ -121,7 +121,8 @@ struct StreamList<L> {
     /// The raw handle, used (to record the event) only while the caller is
     /// passing this very stream in (`mark_used` of the caller's own list).
     stream: CudaStreamView<'static>,
-    event: usize,
+    /// Made at the first record, destroyed at teardown.
+    event: Option<EventHandle>,
     state: EventState,
     /// Record the event on every use (after another stream once took blocks).
     eager: bool,
@@ -183,7 +184,7 @@ impl<B: Backing> StreamOrdered<B> {
             // SAFETY: the handle is used with the driver only while the
             // caller passes this stream in (see the field's docs).
             stream: unsafe { CudaStreamView::from_raw(stream.as_raw()) },
-            event: 0,
+            event: None,
             state: EventState::Clean,
             eager: self.shared,
             list: B::List::default(),
@@ -385,10 +386,14 @@ impl<B: Backing> StreamOrdered<B> {
             return Ok(());
         }
         let l = &mut self.lists[i];
-        match l.state {
-            EventState::Clean => Ok(()),
-            EventState::Recorded => driver::stream_wait_event(stream.as_raw(), l.event),
-            EventState::Dirty => {
+        match (l.state, l.event) {
+            // SAFETY: the event lives until teardown; `stream` is a live view.
+            (EventState::Recorded, Some(event)) => unsafe {
+                driver::stream_wait_event(stream.handle(), event)
+            },
+            // A list is marked recorded only after its event was.
+            (EventState::Clean | EventState::Recorded, _) => Ok(()),
+            (EventState::Dirty, _) => {
                 driver::device_synchronize()?;
                 // Every use of every list is complete: all start afresh, eager.
                 self.shared = true;
@@ -433,20 +438,22 @@ impl<B: Backing> StreamOrdered<B> {
     /// Destroys the events (the lists' memory is the backing's to return).
     fn destroy_events(&mut self) {
         for l in &mut self.lists {
-            if l.event != 0 {
+            if let Some(event) = l.event.take() {
                 // SAFETY: the event was created by `record` and is used by no one else.
-                if let Err(e) = unsafe { driver::event_destroy(l.event) } {
+                if let Err(e) = unsafe { driver::event_destroy(event) } {
                     log::error!("cuEventDestroy failed: {e}");
                 }
-                l.event = 0;
             }
         }
     }
 }
 
 fn record<L>(l: &mut StreamList<L>) -> Result<()> {
-    if l.event == 0 {
-        l.event = driver::event_create(false)?;
-    }
-    driver::event_record(l.event, l.stream.as_raw())
+    let event = match l.event {
+        Some(event) => event,
+        None => *l.event.insert(driver::event_create(false)?),
+    };
+    // SAFETY: the event lives until teardown; the list's stream is the one
+    // the caller passes in right now (see the field's docs), so it is live.
+    unsafe { driver::event_record(event, l.stream.handle()) }
 }
