@@ -20,7 +20,7 @@ const LOG_FILE_VAR: &str = "RMM_LOG_FILE";
 
 /// Writes one CSV line per allocation and free (RMM's
 /// `logging_resource_adaptor`), in RMM's format, which
-/// [`crate::replay`] and RMM's replay benchmark read:
+/// the `rmm-replay` crate and RMM's replay benchmark read:
 ///
 /// ```text
 /// Thread,Time,Action,Pointer,Size,Stream
