@@ -141,7 +141,7 @@ fn memcheck_probe(sanitizer: &str, kind: &str, annotations: bool) -> Report {
         ])
         .env(PROBE_VAR, kind);
     if !annotations {
-        cmd.env(rmm::nvtx::DISABLE_VAR, "0");
+        cmd.env(rmm::env::NVTX, "0");
     }
     let out = cmd.output().expect("compute-sanitizer runs");
     let output = format!(

@@ -900,9 +900,9 @@ impl PyLogging {
         let upstream = resource_arg(upstream_mr, "upstream_mr")?;
         let path = match log_file_name {
             Some(p) => p,
-            None => match std::env::var_os("RMM_LOG_FILE") {
-                Some(p) if !p.is_empty() => PathBuf::from(p),
-                _ => {
+            None => match rmm::env::log_file() {
+                Some(p) => p,
+                None => {
                     return Err(PyValueError::new_err(
                         "RMM log file must be specified either using log_file_name= argument or \
                          RMM_LOG_FILE environment variable",

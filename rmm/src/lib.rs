@@ -11,6 +11,7 @@
 //! | Base resources (cuda, managed, cuda_async, pinned, system, SAM headroom, callback, simulated) | [`mr`] |
 //! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
 //! | Debug log through the `log` facade | [`logger`] |
+//! | Environment variables the library reads | [`env`](mod@env) |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Element types of the typed containers (every bit pattern valid) | [`DevicePod`] |
@@ -54,6 +55,7 @@ pub mod align;
 pub mod buffer;
 pub mod device;
 pub(crate) mod driver;
+pub mod env;
 pub mod error;
 pub mod exec_policy;
 pub mod launch;

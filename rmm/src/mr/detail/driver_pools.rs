@@ -62,10 +62,6 @@ pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<usize> {
 /// Takes back a pool whose last owner is gone. Never panics; a pool that
 /// cannot be reset is logged and destroyed instead.
 pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
-    if destroy_instead() {
-        destroy(device, pool);
-        return;
-    }
     let reset = (|| -> Result<()> {
         let _guard = DeviceGuard::new(device)?;
         driver::mem_pool_trim_to(pool, 0)?;
@@ -98,13 +94,6 @@ pub(crate) fn give_back(device: DeviceId, handle_types: u32, pool: usize) {
             destroy(device, pool);
         }
     }
-}
-
-/// `RMM_DESTROY_POOLS=1`: destroy pools as before the fix (to reproduce the
-/// driver deadlock; `repro/README.md`).
-fn destroy_instead() -> bool {
-    static DESTROY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DESTROY.get_or_init(|| matches!(std::env::var("RMM_DESTROY_POOLS").as_deref(), Ok("1")))
 }
 
 fn destroy(device: DeviceId, pool: usize) {
