@@ -1,6 +1,6 @@
 //! The replay tool: logs written by `LoggingAdaptor` replayed over the
 //! simulated resource (round trips), an RMM-format fixture, fragmentation
-//! reports (the `rmm-replay` program is tested in tools/tests/replay_program.rs).
+//! reports (the `rmm-replay` program is tested in tools/tests/programs/replay_program.rs).
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -2,7 +2,7 @@
 //!
 //! Instantiate it with
 //! `conformance_suite!(name, gpu | cpu, || make_resource());` in a test file
-//! that has `mod common;`. `gpu` suites skip without a GPU (and fail with
+//! that has `mod common;` (or, in a module of a test binary, whose crate root has it). `gpu` suites skip without a GPU (and fail with
 //! RMM_REQUIRE_GPU=1); `cpu` suites (over the simulated resource) always run.
 #![allow(dead_code, missing_docs)]
 

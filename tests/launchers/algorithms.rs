@@ -2,9 +2,7 @@
 //! references (rayon), plus CPU-only checks of the PTX and of argument
 //! validation.
 
-mod algo_util;
-
-use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
+use crate::algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use approx::assert_relative_eq;
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;

@@ -2,8 +2,7 @@
 //! resource on any machine, over the CUDA resource on a GPU), and their own
 //! tests.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

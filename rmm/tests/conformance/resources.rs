@@ -1,8 +1,5 @@
 //! The conformance suite over every base resource, and their own tests.
 
-#[macro_use]
-mod common;
-
 use rmm::mr::{
     CallbackMemoryResource, CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
     ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions,

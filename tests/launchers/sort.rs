@@ -2,11 +2,9 @@
 //! key type, both orders, keys alone and key-value pairs; plus the
 //! documented float order, out-of-memory behaviour and argument checks.
 
-mod algo_util;
-
 use std::cmp::Ordering;
 
-use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
+use crate::algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
 use rmm::mr::{CudaMemoryResource, LimitingAdaptor, SimulatedMemoryResource};
