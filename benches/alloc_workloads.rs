@@ -15,7 +15,7 @@
 //! against the live record): the difference to the checked rows is what
 //! misuse detection costs.
 //!
-//! Every row's resource comes from [`rmm::mr::by_name`] under the row's name.
+//! Every row's resource comes from [`rmm_replay::by_name`] under the row's name.
 //!
 //! Besides WORKLOADS.md's rows it prints `cycle` (one thread cycling its
 //! allocations over 8 streams), which RMM's anchor does not measure.
@@ -27,15 +27,15 @@
 
 use std::time::Instant;
 
-use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
+use rmm_replay::by_name::{self, ByNameOptions};
 
 const MIB: usize = 1 << 20;
 const ALIGN: usize = 256;
 
 /// SplitMix64 as WORKLOADS.md defines it.
-use rmm::testing::SplitMix64;
+use rmm_testing::SplitMix64;
 
 #[derive(Default, Clone, Copy)]
 struct Outcome {
@@ -251,7 +251,7 @@ fn threads(mr: &dyn MemoryResource, gpu: bool, t: usize) -> (f64, Outcome) {
     (t0.elapsed().as_secs_f64(), total)
 }
 
-/// Builds the row `name` with the one resource factory, [`rmm::mr::by_name`]
+/// Builds the row `name` with the one resource factory, [`rmm_replay::by_name`]
 /// (`statistics_pool` is the adaptor over the `pool` row's pool,
 /// `<row>_unchecked` the same resource with frees trusted), sized as
 /// WORKLOADS.md says: the pool starts at half the free memory, the arena

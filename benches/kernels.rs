@@ -143,7 +143,7 @@ impl Drop for Buf<'_> {
 
 /// One SplitMix64 step from `z`.
 fn splitmix(z: u64) -> u64 {
-    rmm::testing::SplitMix64(z).next()
+    rmm_testing::SplitMix64(z).next()
 }
 
 fn random_u64(n: usize, seed: u64) -> Vec<u64> {

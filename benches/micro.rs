@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rmm::exec_policy::ExecPolicy;
-use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DeviceUvector};
+use rmm_replay::by_name::{self, ByNameOptions};
 
 /// One kibibyte.
 const KIB: usize = 1 << 10;
@@ -66,7 +66,7 @@ fn candidate(name: &'static str, build: impl Fn() -> rmm::Result<SharedResource>
     }
 }
 
-/// A candidate built by the one resource factory, [`rmm::mr::by_name`].
+/// A candidate built by the one resource factory, [`rmm_replay::by_name`].
 fn by_name(label: &'static str, name: &'static str, opts: ByNameOptions) -> Candidate {
     candidate(label, move || by_name::resource(name, &opts))
 }

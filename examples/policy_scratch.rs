@@ -19,10 +19,10 @@ use rmm::exec_policy::ExecPolicy;
 use rmm::mr::{
     CudaMemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource, StatisticsAdaptor,
 };
-use rmm::testing::SplitMix64;
 use rmm::{CudaStream, CudaStreamView, DeviceUvector, Error, Result};
 use rmm_suite::reduce;
 use rmm_suite::sort::{sort_keys, Order};
+use rmm_testing::SplitMix64;
 
 const N: usize = 1 << 20;
 
@@ -32,7 +32,7 @@ fn main() -> Result<()> {
 
 /// The whole example: on the GPU when there is one, else what runs without.
 fn run() -> Result<()> {
-    if rmm::testing::gpu_available_or_skip("example policy_scratch (GPU half)") {
+    if rmm_testing::gpu_available!("example policy_scratch (GPU half)") {
         println!("policy_scratch: running on the GPU");
         on_gpu()
     } else {

@@ -3,9 +3,10 @@
 # mixes of calls, then the rmm test binaries with their tests in parallel;
 # a run that outlives STALL_S gets every thread's stack (eu-stack) and is killed.
 # Usage (repo root, with .gpu-bundle/ or .gpu-bundle.tgz and .eu/ carried):
-#   bash repro/probe.sh "resources:5 containers:3 adaptors:3" "MDAHCSP DAHCSP M"
+#   bash repro/probe.sh "conformance:5:resources:: containers:3 adaptors:3" "MDAHCSP DAHCSP M"
 set -u
-runs=${1-"resources:5 containers:3 adaptors:3"}
+# (`resources` is the conformance binary's `resources::` tests.)
+runs=${1-"conformance:5:resources:: containers:3 adaptors:3"}
 mixes=${2-"MDAHCSP DAHCSP W U"}
 out=${OUT:-/tmp/probe-out}; mkdir -p "$out/p"
 log="$out/summary.txt"

@@ -11,7 +11,7 @@
 #   bash scripts/gpu-verify.sh mixes      # the driver-only stall mixes (REPRO_MIXES, and with
 #                                         # 2 GPUs REPRO_MIXES2), see repro/README.md
 #   bash scripts/gpu-verify.sh trust      # mixes, then tests
-#   bash scripts/gpu-verify.sh repeat     # resources, containers, adaptors REPEAT times each
+#   bash scripts/gpu-verify.sh repeat     # resources (conformance::resources), containers, adaptors REPEAT times each
 #                                         # (default 20), parallel tests, stacks of any stall
 #   bash scripts/gpu-verify.sh python     # the Python package: scripts/gpu-python.sh (carry
 #                                         # .gpu-wheel/ from `bash scripts/gpu-python.sh --build`)
@@ -37,27 +37,32 @@ step() {
     tests)
       BIN_TIMEOUT=${BIN_TIMEOUT:-120} bash .gpu-bundle/run.sh || status=1 ;;
     memcheck)
-      RUN_TAG=memcheck RMM_TEST_MAX_LOG2=16 TEST_ARGS="--skip large" BIN_TIMEOUT=300 \
+      # 600 s a binary: `conformance` and `launchers` each hold what several
+      # binaries of 300 s each held before (rmm/tests/conformance/main.rs).
+      RUN_TAG=memcheck RMM_TEST_MAX_LOG2=16 TEST_ARGS="--skip large" BIN_TIMEOUT=${MEMCHECK_TIMEOUT:-600} \
         bash .gpu-bundle/run.sh compute-sanitizer --tool memcheck --error-exitcode 1 \
         --report-api-errors no || status=1 ;;
     racecheck)
       # Racecheck runs one test at a time: with parallel tests it stalled
       # (algorithms, container_ops, the 32-bit sorts, each in some run) where
       # one at a time every binary passes in seconds. Small sizes, and the sort
-      # binary only through its each_kernel_once tests (every sort kernel,
+      # tests only through their each_kernel_once tests (every sort kernel,
       # several tiles, a partial one; one key type per width covers every
       # kernel: unsigned ascending runs the plain kernels, descending the
-      # general ones), one process per kernel family.
-      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 TEST_ARGS="--skip large --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} \
-        ONLY_BINS="algorithms fill copy container_ops" \
+      # general ones), one process per kernel family. The `launchers` binary
+      # holds the former binaries algorithms, fill, copy, container_ops, sort
+      # and span_order as modules; the filters pick what each run ran before
+      # (the first run holds four former binaries, so twice their time).
+      RUN_TAG=racecheck RMM_TEST_MAX_LOG2=10 BIN_TIMEOUT=${RACE_TIMEOUT:-800} ONLY_BINS=launchers \
+        TEST_ARGS="algorithms:: fill:: copy:: container_ops:: --skip large --test-threads=1" \
         bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1
       race_sort() {
-        RUN_TAG=racecheck-sort-$1 TEST_ARGS="$2 --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=sort \
+        RUN_TAG=racecheck-sort-$1 TEST_ARGS="$2 --test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=launchers \
           bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1
       }
-      race_sort 64 "each_kernel_once_keys_u64 each_kernel_once_pairs_u64" || status=1
-      race_sort 32pairs "each_kernel_once_pairs_u32" || status=1
-      race_sort 32keys "each_kernel_once_keys_u32" || status=1 ;;
+      race_sort 64 "sort::each_kernel_once_keys_u64 sort::each_kernel_once_pairs_u64" || status=1
+      race_sort 32pairs "sort::each_kernel_once_pairs_u32" || status=1
+      race_sort 32keys "sort::each_kernel_once_keys_u32" || status=1 ;;
     mixes)
       # The driver-only stall mixes of repro/driver_stall.c (see repro/README.md);
       # the two-device mixes only with two GPUs.
@@ -71,12 +76,15 @@ step() {
       step mixes
       step tests ;;
     repeat)
-      # resources, containers and adaptors REPEAT times in a row each, the
-      # three sequences side by side (more pressure than one at a time, and
-      # a third of the wall time); a run that outlives STALL_S is a stall.
+      # resources (the conformance binary's `resources::` tests), containers
+      # and adaptors REPEAT times in a row each, the three sequences side by
+      # side (more pressure than one at a time, and a third of the wall
+      # time); a run that outlives STALL_S is a stall.
       n=${REPEAT:-20}
       for b in resources containers adaptors; do
-        OUT=${OUT:-.gpu-bench}/repeat-$b STALL_S=${STALL_S:-60} bash repro/probe.sh "$b:$n" "" >/dev/null 2>&1 &
+        spec="$b:$n"
+        [ "$b" = resources ] && spec="conformance:$n:resources::"
+        OUT=${OUT:-.gpu-bench}/repeat-$b STALL_S=${STALL_S:-60} bash repro/probe.sh "$spec" "" >/dev/null 2>&1 &
       done
       wait
       cat "${OUT:-.gpu-bench}"/repeat-*/summary.txt | grep -v "^NVIDIA" | awk '{print $1, $4}' | sort | uniq -c

@@ -141,7 +141,7 @@ fn memcheck_probe(sanitizer: &str, kind: &str, annotations: bool) -> Report {
         ])
         .env(PROBE_VAR, kind);
     if !annotations {
-        cmd.env(rmm::nvtx::DISABLE_VAR, "0");
+        cmd.env(rmm::env::NVTX, "0");
     }
     let out = cmd.output().expect("compute-sanitizer runs");
     let output = format!(
@@ -173,18 +173,18 @@ fn probe_line<'a>(output: &'a str, kind: &str) -> &'a str {
 
 #[test]
 fn compute_sanitizer_sees_writes_past_suballocations() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     if std::env::var_os("NVTX_INJECTION64_PATH").is_some()
         || std::env::var_os("CUDA_INJECTION64_PATH").is_some()
     {
-        rmm::testing::report_skip(
+        rmm_testing::report_skip(
             "compute_sanitizer_sees_writes_past_suballocations",
             "already under a CUDA tool; it runs compute-sanitizer itself",
         );
         return;
     }
     let Some(sanitizer) = sanitizer() else {
-        rmm::testing::report_skip(
+        rmm_testing::report_skip(
             "compute_sanitizer_sees_writes_past_suballocations",
             "compute-sanitizer not found (set COMPUTE_SANITIZER or PATH)",
         );

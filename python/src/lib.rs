@@ -21,6 +21,7 @@
 use pyo3::prelude::*;
 
 mod buffer;
+mod env;
 mod errors;
 mod ffi;
 mod logging;
@@ -43,6 +44,7 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::DriverUnavailableError>(),
     )?;
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(env::log_file_name, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
     buffer::register(m)?;

@@ -900,9 +900,9 @@ impl PyLogging {
         let upstream = resource_arg(upstream_mr, "upstream_mr")?;
         let path = match log_file_name {
             Some(p) => p,
-            None => match std::env::var_os("RMM_LOG_FILE") {
-                Some(p) if !p.is_empty() => PathBuf::from(p),
-                _ => {
+            None => match rmm::env::log_file() {
+                Some(p) => p,
+                None => {
                     return Err(PyValueError::new_err(
                         "RMM log file must be specified either using log_file_name= argument or \
                          RMM_LOG_FILE environment variable",
@@ -1163,10 +1163,10 @@ fn replay_log<'py>(
     let shared = resource_arg(mr, "mr")?;
     let file = std::fs::File::open(&log_file_name)
         .map_err(|e| to_py(Error::io(format!("cannot open {}", log_file_name.display()), &e)))?;
-    let events = rmm::replay::parse_log(std::io::BufReader::new(file)).py_err()?;
+    let events = rmm_replay::parse_log(std::io::BufReader::new(file)).py_err()?;
     let report = py.detach(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rmm::replay::replay(&events, &shared)
+            rmm_replay::replay(&events, &shared)
         }))
     });
     let report = report.map_err(|_| PyRuntimeError::new_err("the replay panicked (see the debug log)"))?;
@@ -1195,13 +1195,13 @@ fn replay_log<'py>(
 fn read_log<'py>(py: Python<'py>, log_file_name: PathBuf) -> PyResult<Bound<'py, PyList>> {
     let file = std::fs::File::open(&log_file_name)
         .map_err(|e| to_py(Error::io(format!("cannot open {}", log_file_name.display()), &e)))?;
-    let events = rmm::replay::parse_log(std::io::BufReader::new(file)).py_err()?;
+    let events = rmm_replay::parse_log(std::io::BufReader::new(file)).py_err()?;
     let out = PyList::empty(py);
     for e in events {
         let action = match e.action {
-            rmm::replay::Action::Allocate => "allocate",
-            rmm::replay::Action::AllocateFailure => "allocate failure",
-            rmm::replay::Action::Free => "free",
+            rmm_replay::Action::Allocate => "allocate",
+            rmm_replay::Action::AllocateFailure => "allocate failure",
+            rmm_replay::Action::Free => "free",
         };
         out.append((e.thread, action, e.pointer, e.size, e.stream))?;
     }

@@ -27,7 +27,7 @@ fn main() -> Result<()> {
 
 /// The whole example: on the GPU when there is one, else over simulated memory.
 fn run() -> Result<()> {
-    if rmm::testing::gpu_available_or_skip("example pool_containers (GPU half)") {
+    if rmm_testing::gpu_available!("example pool_containers (GPU half)") {
         println!("pool_containers: running on the GPU");
         let stream = CudaStream::new()?;
         let pool = PoolMemoryResource::new(

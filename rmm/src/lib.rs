@@ -11,7 +11,7 @@
 //! | Base resources (cuda, managed, cuda_async, pinned, system, SAM headroom, callback, simulated) | [`mr`] |
 //! | Adaptors (aligned, failure callback, limiting, logging, prefetch, statistics, thread safe, tracking) | [`mr::adaptors`] |
 //! | Debug log through the `log` facade | [`logger`] |
-//! | Replaying a memory-event log | [`replay`] (the `rmm-replay` program is in `tools/`) |
+//! | Environment variables the library reads | [`env`](mod@env) |
 //! | Current resource per device | [`mr::per_device`] |
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Element types of the typed containers (every bit pattern valid) | [`DevicePod`] |
@@ -55,6 +55,7 @@ pub mod align;
 pub mod buffer;
 pub mod device;
 pub(crate) mod driver;
+pub mod env;
 pub mod error;
 pub mod exec_policy;
 pub mod launch;
@@ -64,11 +65,9 @@ pub mod nvtx;
 pub mod peer;
 pub mod pod;
 mod ptr;
-pub mod replay;
 pub mod scalar;
 pub mod span;
 pub mod stream;
-pub mod testing;
 pub mod uvector;
 
 pub use buffer::DeviceBuffer;
@@ -79,3 +78,11 @@ pub use scalar::DeviceScalar;
 pub use span::{DeviceSpan, DeviceSpanMut, SpanInfo};
 pub use stream::{CudaStream, CudaStreamPool, CudaStreamView, StreamRef};
 pub use uvector::DeviceUvector;
+
+// The unit tests skip without a GPU through rmm-testing, the skip logic of
+// every other test: its macros ask `::rmm::device`, which is this crate here.
+// rmm-testing does not depend on rmm, so no second copy of rmm comes in.
+#[cfg(test)]
+extern crate self as rmm;
+#[cfg(test)]
+pub(crate) use rmm_testing::require_gpu;

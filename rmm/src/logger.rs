@@ -12,7 +12,8 @@
 //! (`[thread][time][level] message`; thread is the small per-thread id of
 //! [`thread_id`], time is UTC) to the file named by `RMM_DEBUG_LOG_FILE`
 //! when set, else to stderr, at the level named by `RMM_DEBUG_LOG_LEVEL`
-//! (`trace`, `debug`, `info`, `warn`, `error`, `off`; default `info`).
+//! (`trace`, `debug`, `info`, `warn`, `error`, `off`; default `info`; both
+//! read through [`crate::env`](mod@crate::env)).
 //!
 //! ```
 //! rmm::logger::init_with(log::LevelFilter::Warn, None)?;
@@ -25,19 +26,15 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
 use log::{LevelFilter, Log, Metadata, Record};
 
+use crate::env;
 use crate::error::{Error, Result};
-
-/// Names the debug log file.
-pub const DEBUG_LOG_FILE_VAR: &str = "RMM_DEBUG_LOG_FILE";
-/// Names the debug log level.
-pub const DEBUG_LOG_LEVEL_VAR: &str = "RMM_DEBUG_LOG_LEVEL";
 
 /// A small, stable integer naming the calling thread (1 for the first thread
 /// that asks, 2 for the next, ...). Used in the debug log and in the
@@ -134,14 +131,13 @@ impl Log for DebugLogger {
 /// when the file cannot be created, [`Error::Logic`] when a logger is
 /// already installed.
 pub fn init() -> Result<()> {
-    let level = match std::env::var(DEBUG_LOG_LEVEL_VAR) {
-        Ok(name) => parse_level(&name).ok_or_else(|| {
-            Error::InvalidArgument(format!("{DEBUG_LOG_LEVEL_VAR}={name:?} is not a log level"))
+    let level = match env::debug_log_level() {
+        Some(name) => parse_level(&name).ok_or_else(|| {
+            Error::InvalidArgument(format!("{}={name:?} is not a log level", env::DEBUG_LOG_LEVEL))
         })?,
-        Err(_) => LevelFilter::Info,
+        None => LevelFilter::Info,
     };
-    let file = std::env::var_os(DEBUG_LOG_FILE_VAR).map(PathBuf::from);
-    init_with(level, file.as_deref())
+    init_with(level, env::debug_log_file().as_deref())
 }
 
 /// Installs the debug logger at `level`, writing to `file` (truncated) or,

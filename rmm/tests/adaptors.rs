@@ -1049,7 +1049,7 @@ fn logging_multithreaded_lines_are_whole() {
 
 #[test]
 fn gpu_aligned_memory_is_usable() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let stream = CudaStream::new().unwrap();
     for alignment in [4096usize, MIB] {
         let mr = AlignedAdaptor::new(CudaMemoryResource::new(), alignment, 0).unwrap();
@@ -1070,7 +1070,7 @@ fn gpu_aligned_memory_is_usable() {
 
 #[test]
 fn gpu_prefetch_managed_memory_to_current_device() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let device = rmm::device::current_device().unwrap();
     if !rmm::device::supports_concurrent_managed_access(device).unwrap() {
         eprintln!(
@@ -1103,7 +1103,7 @@ fn gpu_prefetch_managed_memory_to_current_device() {
 #[test]
 fn gpu_prefetch_of_device_memory_is_a_silent_no_op() {
     captured_errors();
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let stream = CudaStream::new().unwrap();
     let mr = PrefetchAdaptor::new(CudaAsyncMemoryResource::new().unwrap());
     let p = mr.allocate(MIB, 256, stream.view()).unwrap();
@@ -1119,7 +1119,7 @@ fn gpu_prefetch_of_device_memory_is_a_silent_no_op() {
 
 #[test]
 fn gpu_logging_records_the_stream() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let stream = CudaStream::new().unwrap();
     let buf = SharedBuf::default();
     let mr = LoggingAdaptor::to_writer(CudaAsyncMemoryResource::new().unwrap(), buf.clone(), true).unwrap();
@@ -1134,7 +1134,7 @@ fn gpu_logging_records_the_stream() {
 
 #[test]
 fn gpu_limiting_and_tracking_over_cuda_async() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let stream = CudaStream::new().unwrap();
     let tracked = TrackingAdaptor::new(CudaAsyncMemoryResource::new().unwrap(), false);
     let mr = LimitingAdaptor::new(tracked.clone(), 64 * MIB);

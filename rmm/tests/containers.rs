@@ -59,7 +59,7 @@ fn fake_stream(i: usize) -> CudaStreamView<'static> {
 
 #[test]
 fn gpu_buffer_host_roundtrip() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         for (k, n) in [0usize, 1, 255, 256, 257, 4096, (1 << 20) + 3]
@@ -94,7 +94,7 @@ fn gpu_buffer_host_roundtrip() {
 
 #[test]
 fn gpu_buffer_from_device_and_host_pointers() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let host = pattern(10_000, 7);
@@ -154,7 +154,7 @@ fn gpu_buffer_from_device_and_host_pointers() {
 
 #[test]
 fn gpu_buffer_resize_reserve_shrink_keep_contents() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let s2 = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
@@ -213,7 +213,7 @@ fn gpu_buffer_resize_reserve_shrink_keep_contents() {
 
 #[test]
 fn gpu_buffer_clone_across_resources_and_streams() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let s2 = CudaStream::non_blocking().unwrap();
     let resources = gpu_resources();
@@ -242,7 +242,7 @@ fn gpu_buffer_clone_across_resources_and_streams() {
 
 #[test]
 fn gpu_buffer_set_stream_and_alignment() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let s2 = CudaStream::non_blocking().unwrap();
     for (name, mr) in gpu_resources() {
@@ -269,7 +269,7 @@ fn gpu_buffer_set_stream_and_alignment() {
 
 #[test]
 fn gpu_buffer_new_uses_current_device_resource() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let _l = lock_current();
     let s = CudaStream::new().unwrap();
     let b = DeviceBuffer::new(1000, s.view()).unwrap();
@@ -282,7 +282,7 @@ fn gpu_buffer_new_uses_current_device_resource() {
 
 #[test]
 fn gpu_buffer_out_of_memory_is_an_error() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         if name == "managed" {
@@ -371,7 +371,7 @@ where
 
 #[test]
 fn gpu_uvector_elements_of_many_types() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let sv = s.view();
     for (name, mr) in gpu_resources() {
@@ -403,7 +403,7 @@ fn gpu_uvector_elements_of_many_types() {
 
 #[test]
 fn gpu_uvector_async_sets_need_no_live_host_value() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let n = 2000;
@@ -422,7 +422,7 @@ fn gpu_uvector_async_sets_need_no_live_host_value() {
 
 #[test]
 fn gpu_uvector_foreign_streams_are_ordered() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let a = CudaStream::non_blocking().unwrap();
     let b = CudaStream::non_blocking().unwrap();
     let c = CudaStream::non_blocking().unwrap();
@@ -445,7 +445,7 @@ fn gpu_uvector_foreign_streams_are_ordered() {
 /// sees its writes, and a buffer dropped right after is freed only after it.
 #[test]
 fn gpu_access_orders_own_work_with_the_buffers_streams() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let owner = CudaStream::non_blocking().unwrap();
     let worker = CudaStream::non_blocking().unwrap();
     let n = 16 << 20;
@@ -491,7 +491,7 @@ fn gpu_access_orders_own_work_with_the_buffers_streams() {
 
 #[test]
 fn gpu_uvector_resize_reserve_shrink_release() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let data: Vec<u32> = (0..1000).map(|i| i * 3 + 1).collect();
@@ -525,7 +525,7 @@ fn gpu_uvector_resize_reserve_shrink_release() {
 
 #[test]
 fn gpu_uvector_spans_and_pointers() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let mut v = DeviceUvector::<f32>::with_resource(100, s.view(), mr.clone()).unwrap();
@@ -556,7 +556,7 @@ fn gpu_uvector_spans_and_pointers() {
 #[cfg(feature = "cust")]
 #[test]
 fn gpu_uvector_cust_interop() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     use cust::memory::CopyDestination;
     let s = CudaStream::new().unwrap();
     let _ = current_device().unwrap(); // a current context for cust's calls
@@ -606,7 +606,7 @@ fn gpu_uvector_cust_interop() {
 
 #[test]
 fn gpu_scalar_values() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let mut x = DeviceScalar::with_value_and_resource(41u64, s.view(), mr.clone()).unwrap();
@@ -645,7 +645,7 @@ fn gpu_scalar_values() {
 
 #[test]
 fn gpu_buffer_made_on_device_0_dropped_while_device_1_current() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let host = pattern(100_000, 42);
     let g0 = DeviceGuard::new(DeviceId(0)).unwrap();
     let s0 = CudaStream::new().unwrap();

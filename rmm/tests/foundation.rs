@@ -56,19 +56,6 @@ fn percent_above_100_is_invalid() {
 }
 
 #[test]
-fn base_alignment_rules() {
-    assert!(rmm::mr::check_base_alignment(256).is_ok());
-    assert!(matches!(
-        rmm::mr::check_base_alignment(512),
-        Err(Error::BadAlloc(_))
-    ));
-    assert!(matches!(
-        rmm::mr::check_base_alignment(3),
-        Err(Error::BadAlloc(_))
-    ));
-}
-
-#[test]
 fn simulated_reports_bad_frees_without_crashing() {
     let sim = SimulatedMemoryResource::new(1 << 20);
     let s = CudaStreamView::DEFAULT;
@@ -111,7 +98,7 @@ fn pool_trim_lock() -> std::sync::MutexGuard<'static, ()> {
 
 #[test]
 fn devices_and_guard() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     assert!(device::device_count() >= 1);
     let before = device::current_device().unwrap();
     {
@@ -129,7 +116,7 @@ fn devices_and_guard() {
 
 #[test]
 fn streams_and_pool() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     assert!(!s.view().is_default());
     s.synchronize().unwrap();
@@ -163,7 +150,7 @@ fn streams_and_pool() {
 /// first, and the buffer is still used and freed on a live stream.
 #[test]
 fn containers_keep_their_stream_alive() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let (buf, raw) = {
         let s = CudaStream::new().unwrap();
         let buf =
@@ -194,7 +181,7 @@ fn containers_keep_their_stream_alive() {
 
 #[test]
 fn real_out_of_memory_on_every_base_resource() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let _serial = pool_trim_lock();
     let (_, total) = device::available_device_memory().unwrap();
     let s = CudaStream::new().unwrap();
@@ -215,7 +202,7 @@ fn real_out_of_memory_on_every_base_resource() {
 
 #[test]
 fn cuda_async_options_and_views() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let _serial = pool_trim_lock();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     assert_eq!(
@@ -263,7 +250,7 @@ fn cuda_async_options_and_views() {
 
 #[test]
 fn cuda_async_pools_are_recycled_with_default_settings() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     // Every test of this binary that makes a driver pool holds this lock, so
     // the pool given back below is the last one in the idle list when the
     // second resource asks.
@@ -298,7 +285,7 @@ fn cuda_async_pools_are_recycled_with_default_settings() {
 
 #[test]
 fn host_accessible_resources_are_writable_from_the_host() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for mr in [
         SharedResource::new(ManagedMemoryResource::new()),
         SharedResource::new(PinnedHostMemoryResource::new()),

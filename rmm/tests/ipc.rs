@@ -73,7 +73,7 @@ fn cuda_async_pool_shared_with_a_second_process() {
         child(&fd, &ptr, &device);
         return;
     }
-    rmm::require_gpu!(TEST);
+    rmm_testing::require_gpu!(TEST);
     let device = rmm::device::current_device().unwrap();
     let options = CudaAsyncOptions::default().export_handle_type(ExportHandleType::PosixFileDescriptor);
     if !rmm::device::supports_pool_export_posix_fd(device).unwrap() {
@@ -122,7 +122,7 @@ fn cuda_async_pool_shared_with_a_second_process() {
 
 #[test]
 fn pools_that_cannot_be_shared_say_so() {
-    rmm::require_gpu!("pools_that_cannot_be_shared_say_so");
+    rmm_testing::require_gpu!("pools_that_cannot_be_shared_say_so");
     let mr = CudaAsyncMemoryResource::new().unwrap();
     let s = CudaStream::new().unwrap();
     let p = mr.allocate(4096, 256, s.view()).unwrap();

@@ -37,8 +37,8 @@ use rmm::mr::{
     LimitingAdaptor, MemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource,
     SimulatedMemoryResource, StatisticsAdaptor, SystemMemoryResource, TrackingAdaptor,
 };
-use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, DevicePtr};
+use rmm_testing::SplitMix64;
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;

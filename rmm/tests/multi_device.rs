@@ -35,7 +35,7 @@ fn per_device_async_resources() -> Vec<SharedResource> {
 #[test]
 fn per_device_registry_holds_each_devices_resource() {
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     let mrs = per_device_async_resources();
     for d in 0..2 {
         let _g = DeviceGuard::new(DeviceId(d)).unwrap();
@@ -67,7 +67,7 @@ fn per_device_registry_holds_each_devices_resource() {
 #[test]
 fn resource_used_under_the_wrong_device_is_an_error() {
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     let mr0 = {
         let _g = DeviceGuard::new(DeviceId(0)).unwrap();
         CudaAsyncMemoryResource::new().unwrap()
@@ -83,7 +83,7 @@ fn resource_used_under_the_wrong_device_is_an_error() {
 #[test]
 fn peer_copy_between_devices() {
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     let n = 8 << 20;
     let cuda = CudaMemoryResource::new();
     let (src, s0) = {
@@ -129,7 +129,7 @@ fn peer_copy_between_devices() {
 #[test]
 fn eight_threads_over_both_devices_driver_pools() {
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     let mrs = per_device_async_resources();
     std::thread::scope(|scope| {
         for t in 0..8usize {
@@ -151,7 +151,7 @@ fn eight_threads_over_both_devices_driver_pools() {
 fn eight_threads_over_both_devices_pools_and_arenas() {
     use rmm::mr::{ArenaMemoryResource, ArenaOptions, PoolMemoryResource, PoolOptions};
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     let mut per_device: Vec<[SharedResource; 2]> = Vec::new();
     for d in 0..2 {
         let _g = DeviceGuard::new(DeviceId(d)).unwrap();
@@ -204,7 +204,7 @@ fn sub_allocators_over_cuda_record_their_device() {
         PoolMemoryResource, PoolOptions, StatisticsAdaptor,
     };
     let _l = lock();
-    rmm::require_gpus!(2);
+    rmm_testing::require_gpus!(2);
     // Every upstream block goes through one statistics adaptor, so "the
     // memory went back" is checked exactly (free device memory also moves
     // with other processes on the GPU).

@@ -81,7 +81,7 @@ fn eight_threads_set_and_get_concurrently() {
 #[test]
 fn resource_bound_to_another_device_is_refused() {
     let _l = lock();
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     // A driver-pool resource is bound to the device current at creation (0).
     let mr = SharedResource::new(CudaAsyncMemoryResource::new().unwrap());
     let r = set_per_device_resource(DeviceId(1), mr.clone());

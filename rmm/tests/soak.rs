@@ -25,21 +25,14 @@ use rmm::mr::{
     FixedSizeOptions, ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource,
     PoolOptions, SharedResource,
 };
-use rmm::testing::{SplitMix64, Watchdog};
 use rmm::{CudaStream, DeviceBuffer, DevicePtr, DeviceUvector};
+use rmm_testing::{SplitMix64, Watchdog};
 
 const MIB: usize = 1 << 20;
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Every resource and adaptor of one device, by name.
 ///
-/// Built here rather than through `rmm::mr::by_name`: that factory has no
+/// Built here rather than through `rmm_replay::by_name`: that factory has no
 /// names for the aligned, failure-callback, limiting, logging and prefetch
 /// adaptors or for a view of a driver pool, and it builds a fresh upstream
 /// per name (sub-allocators over `cuda`), while this list deliberately
@@ -122,9 +115,9 @@ fn resources_of(device: DeviceId, log_dir: &std::path::Path) -> Vec<(&'static st
 
 #[test]
 fn soak_every_resource_on_every_gpu() {
-    rmm::require_gpu!();
-    let seconds = env_or("RMM_SOAK_SECONDS", 60);
-    let threads = env_or("RMM_SOAK_THREADS", 32) as usize;
+    rmm_testing::require_gpu!();
+    let seconds = rmm_testing::env::soak_seconds();
+    let threads = rmm_testing::env::soak_threads();
     let devices = device_count();
     let log_dir = std::env::temp_dir();
     let per_device: Vec<_> = (0..devices as i32)

@@ -23,7 +23,7 @@ fn on_threads(f: impl Fn(usize) + Sync) {
 /// Driver pools created, used and destroyed by many threads at once.
 #[test]
 fn driver_pools_created_and_destroyed_concurrently() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     on_threads(|t| {
         for round in 0..20 {
             let mr = CudaAsyncMemoryResource::new().unwrap();
@@ -40,7 +40,7 @@ fn driver_pools_created_and_destroyed_concurrently() {
 /// Managed memory allocated, written through the GPU and freed by many threads.
 #[test]
 fn managed_memory_concurrently() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     on_threads(|_| {
         let mr = ManagedMemoryResource::new();
         let s = CudaStream::new().unwrap();
@@ -56,7 +56,7 @@ fn managed_memory_concurrently() {
 /// Managed memory prefetched to the device by many threads.
 #[test]
 fn prefetch_concurrently() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     on_threads(|_| {
         let mr = PrefetchAdaptor::new(ManagedMemoryResource::new());
         let s = CudaStream::new().unwrap();
@@ -73,7 +73,7 @@ fn prefetch_concurrently() {
 /// from many threads, each on its own stream, over a driver pool.
 #[test]
 fn host_function_writes_concurrently() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     on_threads(|t| {
         let s = CudaStream::new().unwrap();
@@ -93,7 +93,7 @@ fn host_function_writes_concurrently() {
 /// driver pools, with managed memory in the mix, as the containers tests do.
 #[test]
 fn containers_on_foreign_streams_concurrently() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     on_threads(|t| {
         let own = CudaStream::new().unwrap();
         let other = CudaStream::new().unwrap();

@@ -13,8 +13,9 @@
 //! |---|---|
 //! | [`report`] | CSV readers, charts and the memory timeline behind `rmm-report` and `rmm-demo` |
 //!
-//! The memory-event log parser and the resource-by-name factory live in the
-//! `rmm` library (`rmm::replay`), since the replay engine there uses them too.
+//! The memory-event log parser, the replay engine and the resource-by-name
+//! factory live in the `rmm-replay` crate, which the benchmarks and the
+//! Python package use too.
 
 #![forbid(unsafe_code)]
 

@@ -11,7 +11,7 @@
 //! few hundred milliseconds apart see the same machine, so the ratio of
 //! their medians measures the two resources rather than the noise.
 //!
-//! The functions are a thin layer over [`rmm::mr::by_name::resource`] and
+//! The functions are a thin layer over [`rmm_replay::by_name::resource`] and
 //! [`rmm::mr::MemoryResource`]; the C++ side calls them through plain function
 //! calls, which cost nanoseconds against the hundreds a driver call takes.
 //!
@@ -34,9 +34,9 @@
 use std::ffi::{c_char, CStr};
 
 use cudarc::driver::sys as cu;
-use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{CudaAsyncMemoryResource, SharedResource};
 use rmm::{CudaStreamView, DevicePtr};
+use rmm_replay::by_name::{self, ByNameOptions};
 
 /// Alignment of every request, as the workloads use (RMM's
 /// `CUDA_ALLOCATION_ALIGNMENT`).
@@ -48,7 +48,7 @@ pub struct Handle {
     mr: SharedResource,
 }
 
-/// Builds the resource `name` ([`rmm::mr::by_name`]: `cuda_async`, `pool`,
+/// Builds the resource `name` ([`rmm_replay::by_name`]: `cuda_async`, `pool`,
 /// `binning`, ... or a `simulated-` row without a GPU) with pools starting
 /// at `pool_bytes`; null when it cannot be built (the reason goes to
 /// standard error).

@@ -190,7 +190,7 @@ pub(super) fn device_handle(device: i32) -> Result<cu::CUdevice> {
 /// On two H200s (driver 580.159) a context made while other threads work on
 /// another device took part in stalls of the container tests (repro/README.md).
 fn eager_contexts() -> bool {
-    !matches!(std::env::var("RMM_LAZY_CONTEXTS").as_deref(), Ok("1"))
+    !crate::env::lazy_contexts()
 }
 
 /// Retains the primary context of every device into `table`, once, before

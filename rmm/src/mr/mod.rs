@@ -25,10 +25,6 @@
 //! [`LimitingAdaptor`], [`LoggingAdaptor`], [`PrefetchAdaptor`],
 //! [`StatisticsAdaptor`], [`ThreadSafeAdaptor`], [`TrackingAdaptor`].
 //!
-//! [`by_name`] builds resources and adaptor stacks from names such as
-//! `pool`, `simulated-arena` or `statistics_pool_unchecked` (the programs'
-//! `--resource` options and the benchmarks use it).
-//!
 //! Every resource is cheap to clone (clones share state and compare equal)
 //! and is `Send + Sync`: all of them may be used from many threads at once.
 //!
@@ -69,7 +65,6 @@
 pub mod adaptors;
 mod arena;
 mod binning;
-pub mod by_name;
 mod callback;
 mod cuda;
 mod cuda_async;
@@ -115,7 +110,5 @@ pub use simulated::SimulatedMemoryResource;
 pub use system::SystemMemoryResource;
 pub use vm_pool::{VirtualPoolMemoryResource, VirtualPoolOptions};
 
-pub use detail::alignment::{check_base_alignment, check_pow2_alignment};
-// The free lists keep their public path `rmm::mr::free_list`.
-pub use detail::free_list;
+pub(crate) use detail::alignment::{check_base_alignment, check_pow2_alignment};
 pub use resource::{FreeBlockStats, MemoryResource, SharedResource};

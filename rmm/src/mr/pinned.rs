@@ -14,7 +14,7 @@ use crate::stream::CudaStreamView;
 /// `cuMemHostAlloc` is slow (it pins pages, and synchronises); a
 /// [`PoolMemoryResource`] over this resource hands out pinned memory at
 /// pool speed (RMM's pinned pool; `pinned_pool` in
-/// [`by_name`](crate::mr::by_name)). Pool memory from it is host and device
+/// `rmm_replay::by_name`). Pool memory from it is host and device
 /// accessible and, as a sub-allocation, bound to no device.
 ///
 /// # Staging host copies through it

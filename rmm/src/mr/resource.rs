@@ -92,7 +92,7 @@ pub trait MemoryResource: Send + Sync + fmt::Debug + Any {
     }
 
     /// The free memory this resource holds for reuse, for fragmentation
-    /// reports (e.g. by [`crate::replay`]). Sub-allocators that keep free
+    /// reports (e.g. by the `rmm-replay` crate's replays). Sub-allocators that keep free
     /// blocks report them; the default, `None`, means "not known".
     fn free_block_stats(&self) -> Option<FreeBlockStats> {
         None

@@ -368,7 +368,7 @@ pub(super) unsafe fn attach(core_init: Option<CoreInitFn>, ext_init: ExtInitFn) 
 /// `None` without the variable, when loading fails, or when the tool takes
 /// no memory annotations. The library stays loaded for the process.
 pub(super) fn attach_from_environment() -> Option<MemoryTool> {
-    let path = std::env::var_os("NVTX_INJECTION64_PATH")?;
+    let path = crate::env::nvtx_injection_path()?;
     // SAFETY: the tool library is the one the user (or the tool launching
     // us) named for exactly this purpose; its initialisers run here.
     let lib = match unsafe { libloading::Library::new(&path) } {

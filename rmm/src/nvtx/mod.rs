@@ -19,7 +19,7 @@
 //! `NVTX_INJECTION64_PATH`; its `--nvtx` option is on by default since CUDA
 //! 12.0). Without such a tool nothing is loaded and a resource pays one
 //! branch on a flag fixed at its construction, so annotations are on by
-//! default exactly where they can be seen. [`DISABLE_VAR`]`=0` turns them
+//! default exactly where they can be seen. `RMM_NVTX=0` ([`crate::env`](mod@crate::env)) turns them
 //! off, for example to compare a sanitizer run with and without them.
 //! Simulated resources are never annotated, nor are sub-allocators over a
 //! stream-ordered driver pool (`cuda_async`): compute-sanitizer takes no
@@ -49,22 +49,18 @@ use injection::{
     EXT_COMPAT_MEM, HEAP_USAGE_SUB_ALLOCATOR, MEM_TYPE_VIRTUAL_ADDRESS, REGION_REF_POINTER,
 };
 
-/// The environment variable that turns the annotations off (`0`, `off` or
-/// `false`) even under a tool that takes them.
-pub const DISABLE_VAR: &str = "RMM_NVTX";
-
 static ATTACH: Once = Once::new();
 static TOOL: AtomicPtr<MemoryTool> = AtomicPtr::new(std::ptr::null_mut());
 
 fn disabled_by_environment() -> bool {
-    std::env::var(DISABLE_VAR).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "off" | "false"))
+    crate::env::nvtx_disabled()
 }
 
 /// The attached tool, attaching on first use.
 fn tool() -> Option<&'static MemoryTool> {
     ATTACH.call_once(|| {
         if disabled_by_environment() {
-            log::info!("nvtx: memory annotations turned off by {DISABLE_VAR}");
+            log::info!("nvtx: memory annotations turned off by {}", crate::env::NVTX);
             return;
         }
         if let Some(t) = injection::attach_from_environment() {
@@ -77,7 +73,7 @@ fn tool() -> Option<&'static MemoryTool> {
 }
 
 /// True when an attached tool (such as compute-sanitizer) takes NVTX
-/// memory annotations and [`DISABLE_VAR`] does not turn them off: the
+/// memory annotations and `RMM_NVTX` ([`crate::env`](mod@crate::env)) does not turn them off: the
 /// sub-allocators then annotate the memory of resources made from now on.
 pub fn memory_annotations_active() -> bool {
     tool().is_some()

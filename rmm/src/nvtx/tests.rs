@@ -163,7 +163,7 @@ fn recorded(test: &str, f: impl FnOnce()) -> Option<Vec<Event>> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the entry points above follow the protocol's signatures.
     if !unsafe { super::attach_for_tests(Some(core_init), ext_init) } {
-        crate::testing::report_skip(test, "a real NVTX tool is attached; the recording tool cannot be");
+        rmm_testing::report_skip(test, "a real NVTX tool is attached; the recording tool cannot be");
         return None;
     }
     assert!(super::memory_annotations_active());

@@ -2,7 +2,7 @@
 //!
 //! Instantiate it with
 //! `conformance_suite!(name, gpu | cpu, || make_resource());` in a test file
-//! that has `mod common;`. `gpu` suites skip without a GPU (and fail with
+//! that has `mod common;` (or, in a module of a test binary, whose crate root has it). `gpu` suites skip without a GPU (and fail with
 //! RMM_REQUIRE_GPU=1); `cpu` suites (over the simulated resource) always run.
 #![allow(dead_code, missing_docs)]
 
@@ -15,7 +15,7 @@ pub const KIB: usize = 1 << 10;
 pub const MIB: usize = 1 << 20;
 pub const GIB: usize = 1 << 30;
 
-pub use rmm::testing::SplitMix64;
+pub use rmm_testing::SplitMix64;
 
 /// Streams for a resource: real ones on a GPU, distinct fake handles for
 /// simulated resources (which never touch streams).
@@ -404,7 +404,7 @@ macro_rules! conformance_suite {
         }
     };
     (@gate gpu) => {
-        if !rmm::testing::gpu_available_or_skip(module_path!()) {
+        if !rmm_testing::gpu_available!(module_path!()) {
             return None;
         }
     };
@@ -412,12 +412,12 @@ macro_rules! conformance_suite {
     // A GPU that can access pageable memory (system memory resources);
     // other GPUs skip (their constructors' error is tested on its own).
     (@gate pageable) => {
-        if !rmm::testing::gpu_available_or_skip(module_path!()) {
+        if !rmm_testing::gpu_available!(module_path!()) {
             return None;
         }
         let device = rmm::device::current_device().expect("current device");
         if !rmm::device::supports_pageable_memory_access(device).expect("device attribute") {
-            rmm::testing::report_skip(module_path!(), &format!("{device} has no pageable memory access"));
+            rmm_testing::report_skip(module_path!(), &format!("{device} has no pageable memory access"));
             return None;
         }
     };

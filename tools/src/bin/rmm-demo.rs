@@ -28,7 +28,7 @@
 //! resource and phase), `ns_per_op.svg` (bar chart), `pool_events.csv` (the
 //! event log of a second, untimed pool run wrapped in a `LoggingAdaptor`) and
 //! `pool_timeline.svg` (that log rendered as a memory timeline). Resources
-//! come from the one factory, `rmm::mr::by_name`; charts come
+//! come from the one factory, `rmm_replay::by_name`; charts come
 //! from `rmm_tools::report`. Failed allocations are counted, never fatal.
 
 use std::io::IsTerminal;
@@ -38,9 +38,9 @@ use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{LoggingAdaptor, MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
+use rmm_replay::by_name::{self, ByNameOptions};
 use rmm_tools::report::charts::{alloc_chart_svg, alloc_points};
 use rmm_tools::report::csv::{read_memlog_file, AllocRow};
 use rmm_tools::report::timeline::{render_svg, Timeline, TimelineOptions};
@@ -103,7 +103,7 @@ fn positive_steps(text: &str) -> Result<usize, String> {
 }
 
 /// SplitMix64 (the generator of the anchors' workloads).
-use rmm::testing::SplitMix64 as Rng;
+use rmm_testing::SplitMix64 as Rng;
 
 /// How many steps each phase takes and the cap on live bytes.
 #[derive(Debug, Clone, Copy)]
@@ -411,7 +411,7 @@ impl Sizes {
     }
 }
 
-/// A builder of the resource `name` from the one factory, [`rmm::mr::by_name`].
+/// A builder of the resource `name` from the one factory, [`rmm_replay::by_name`].
 fn by_name(name: &'static str, opts: ByNameOptions) -> Builder {
     Box::new(move || by_name::resource(name, &opts))
 }

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use rmm::mr::by_name::{self, known_names, ByNameOptions};
-use rmm::replay::{parse_log, replay};
+use rmm_replay::by_name::{self, known_names, ByNameOptions};
+use rmm_replay::{parse_log, replay};
 
 /// Replays a memory-event log (Thread,Time,Action,Pointer,Size,Stream, as
 /// RMM's logging adaptor or ours writes it) with one thread per logged

@@ -6,7 +6,7 @@
 //!   `shared/anchors/KERNELS.md`);
 //! * RMM's memory-event log (`Thread,Time,Action,Pointer,Size,Stream`, written by
 //!   RMM's `logging_resource_adaptor` and by this project's logging adaptor),
-//!   through the one parser, [`rmm::replay::memlog`] (its own rules; errors
+//!   through the one parser, [`rmm_replay::memlog`] (its own rules; errors
 //!   here name the file).
 //!
 //! What "tolerant" means here for the benchmark CSVs:
@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use rmm::replay::memlog::{self, split_csv_line, MemoryLog};
+use rmm_replay::memlog::{self, split_csv_line, MemoryLog};
 
 use super::{read_text, ReportError};
 
@@ -280,7 +280,7 @@ pub fn read_kernel_files<P: AsRef<Path>>(paths: &[P]) -> Result<Parsed<KernelRow
     read_many(paths, parse_kernel_csv)
 }
 
-/// Parses a memory-event log with the one parser, [`rmm::replay::memlog`]
+/// Parses a memory-event log with the one parser, [`rmm_replay::memlog`]
 /// (the replay engine's), naming `origin` in errors.
 ///
 /// ```

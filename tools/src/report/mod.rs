@@ -4,7 +4,7 @@
 //!
 //! | Module | What |
 //! |---|---|
-//! | [`csv`] | tolerant parsers for the allocator and kernel benchmark CSVs; the memory-event log through `rmm::replay::memlog`, the one log parser |
+//! | [`csv`] | tolerant parsers for the allocator and kernel benchmark CSVs; the memory-event log through `rmm_replay::memlog`, the one log parser |
 //! | [`charts`] | SVG charts (ns/op, ratio to RMM, kernel throughput) and a markdown summary of the ratios |
 //! | [`scaling`] | the thread-scaling chart (ns/op against host threads, project and RMM) |
 //! | [`timeline`] | replays a memory-event log: bytes in use, live intervals, statistics, and an SVG of the address space |

@@ -24,7 +24,7 @@ use plotters::prelude::*;
 
 use super::{human_bytes, ReportError};
 use rmm::mr::FreeBlockStats;
-use rmm::replay::memlog::{Action, MemoryLog};
+use rmm_replay::memlog::{Action, MemoryLog};
 
 /// One successful allocation and, if it was freed, when.
 #[derive(Debug, Clone, PartialEq)]

@@ -15,12 +15,9 @@ use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
-/// The variable naming the log file when the caller names none.
-const LOG_FILE_VAR: &str = "RMM_LOG_FILE";
-
 /// Writes one CSV line per allocation and free (RMM's
 /// `logging_resource_adaptor`), in RMM's format, which
-/// [`crate::replay`] and RMM's replay benchmark read:
+/// the `rmm-replay` crate and RMM's replay benchmark read:
 ///
 /// ```text
 /// Thread,Time,Action,Pointer,Size,Stream
@@ -126,10 +123,11 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     /// [`Error::Logic`] when `RMM_LOG_FILE` is not set; [`Error::Io`] when
     /// the file cannot be created or written.
     pub fn from_env(upstream: U, auto_flush: bool) -> Result<Self> {
-        match std::env::var_os(LOG_FILE_VAR) {
-            Some(path) if !path.is_empty() => Self::to_file(upstream, Path::new(&path), auto_flush),
-            _ => Err(Error::Logic(format!(
-                "LoggingAdaptor: no log file given and {LOG_FILE_VAR} is not set"
+        match crate::env::log_file() {
+            Some(path) => Self::to_file(upstream, &path, auto_flush),
+            None => Err(Error::Logic(format!(
+                "LoggingAdaptor: no log file given and {} is not set",
+                crate::env::LOG_FILE
             ))),
         }
     }

@@ -6,7 +6,7 @@
 //! | [`AlignedAdaptor`] | alignments above 256 bytes (over-allocates and aligns up) |
 //! | [`FailureCallbackAdaptor`] | a callback on out-of-memory that may free memory and ask for a retry |
 //! | [`LimitingAdaptor`] | a cap on the bytes outstanding |
-//! | [`LoggingAdaptor`] | a CSV log of every allocation and free (RMM's format; see [`crate::replay`]) |
+//! | [`LoggingAdaptor`] | a CSV log of every allocation and free (RMM's format, read by the `rmm-replay` crate) |
 //! | [`PrefetchAdaptor`] | prefetch of managed memory to the current device after allocation |
 //! | [`StatisticsAdaptor`] | byte and allocation counters with nested scopes |
 //! | [`ThreadSafeAdaptor`] | a mutex around the upstream |

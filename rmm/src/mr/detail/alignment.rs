@@ -42,3 +42,15 @@ fn unsupported(alignment: usize, max: Option<usize>) -> Error {
         "unsupported alignment {alignment}: must be a power of two{limit}"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_alignment_rules() {
+        assert!(check_base_alignment(256).is_ok());
+        assert!(matches!(check_base_alignment(512), Err(Error::BadAlloc(_))));
+        assert!(matches!(check_base_alignment(3), Err(Error::BadAlloc(_))));
+    }
+}

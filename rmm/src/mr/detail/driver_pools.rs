@@ -68,11 +68,6 @@ pub(crate) fn take(device: DeviceId, handle_types: u32) -> Result<PoolHandle> {
 /// `pool` came from [`take`] with these arguments, is live, and is not used
 /// after by its owner.
 pub(crate) unsafe fn give_back(device: DeviceId, handle_types: u32, pool: PoolHandle) {
-    if destroy_instead() {
-        // SAFETY: the caller's contract: a live pool nobody uses any more.
-        unsafe { destroy(device, pool) };
-        return;
-    }
     let reset = (|| -> Result<()> {
         let _guard = DeviceGuard::new(device)?;
         // SAFETY: the caller's contract: `pool` is live and ours alone.
@@ -111,13 +106,6 @@ pub(crate) unsafe fn give_back(device: DeviceId, handle_types: u32, pool: PoolHa
             unsafe { destroy(device, pool) };
         }
     }
-}
-
-/// `RMM_DESTROY_POOLS=1`: destroy pools as before the fix (to reproduce the
-/// driver deadlock; `repro/README.md`).
-fn destroy_instead() -> bool {
-    static DESTROY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *DESTROY.get_or_init(|| matches!(std::env::var("RMM_DESTROY_POOLS").as_deref(), Ok("1")))
 }
 
 /// Destroys `pool` of `device` (`cuMemPoolDestroy`); failures are logged.

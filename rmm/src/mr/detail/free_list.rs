@@ -131,6 +131,7 @@ impl CoalescingFreeList {
         }
     }
 
+    #[cfg(test)]
     /// Number of free blocks.
     pub fn len(&self) -> usize {
         self.by_start.len()
@@ -340,6 +341,7 @@ impl CoalescingFreeList {
         self.by_end.get(&end).map(|&a| (a, (end - a) as usize))
     }
 
+    #[cfg(test)]
     /// All free blocks, by address.
     pub fn blocks(&self) -> Vec<(u64, usize)> {
         let mut v: Vec<(u64, usize)> = self.by_start.iter().map(|(&a, &s)| (a, s)).collect();
@@ -356,6 +358,7 @@ impl CoalescingFreeList {
         self.by_start.drain().collect()
     }
 
+    #[cfg(test)]
     /// Checks the invariants; returns a description of the first violation.
     pub fn check(&self, is_head: impl Fn(u64) -> bool) -> Result<(), String> {
         if self.by_start.len() != self.by_size.len() + self.huge.len()
@@ -435,6 +438,7 @@ pub struct FixedSizeFreeList {
 }
 
 impl FixedSizeFreeList {
+    #[cfg(test)]
     /// An empty list of `block_size`-byte blocks.
     pub fn new(block_size: usize) -> Self {
         FixedSizeFreeList {
@@ -443,11 +447,7 @@ impl FixedSizeFreeList {
         }
     }
 
-    /// Number of free blocks.
-    pub fn len(&self) -> usize {
-        self.blocks.len()
-    }
-
+    #[cfg(test)]
     /// True when no block is free.
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()

@@ -2,9 +2,7 @@
 //! references (rayon), plus CPU-only checks of the PTX and of argument
 //! validation.
 
-mod algo_util;
-
-use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
+use crate::algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use approx::assert_relative_eq;
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
@@ -85,7 +83,7 @@ fn check_sequence<T: TestNum>(n: usize, init: T, step: T) {
 
 #[test]
 fn sequence_every_type() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for n in [0usize, 1, 2, 1000, (1 << 20) + 3]
         .into_iter()
         .filter(|&n| size_ok(n))
@@ -178,7 +176,7 @@ fn check_reductions_of<T: TestNum>(
 
 #[test]
 fn reductions_every_type_and_size() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for (i, n) in [0usize, 1, 2, 3, 255, 256, 257, 1000, 12_345, (1 << 20) + 7]
         .into_iter()
         .enumerate()
@@ -196,7 +194,7 @@ fn reductions_every_type_and_size() {
 
 #[test]
 fn reductions_large() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     check_reductions::<u32>(1 << 26, 7);
     check_reductions::<f32>(1 << 26, 8);
     check_reductions::<i64>((1 << 24) + 1, 9);
@@ -205,7 +203,7 @@ fn reductions_large() {
 
 #[test]
 fn float_sum_of_small_integers_is_exact() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let host: Vec<f32> = (0..1_000_003u64).map(|i| (i % 5) as f32).collect();
     let want: f64 = host.iter().map(|&x| x as f64).sum();
     let (s, policy) = stream_and_policy();
@@ -216,7 +214,7 @@ fn float_sum_of_small_integers_is_exact() {
 
 #[test]
 fn float_min_max_ignore_nan() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let (s, policy) = stream_and_policy();
     let mut host = vec![f32::NAN; 5000];
     host[1234] = -3.0;
@@ -235,7 +233,7 @@ fn float_min_max_ignore_nan() {
 
 #[test]
 fn integer_sums_wrap() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let (s, policy) = stream_and_policy();
     let host = vec![u32::MAX; 1001];
     let dev = DevVec::upload(&host, &s);
@@ -324,7 +322,7 @@ fn check_scan_mode<T: TestNum>(n: usize, seed: u64, in_place: bool, inclusive: b
 
 #[test]
 fn scans_every_type_and_size() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for (i, n) in [
         0usize,
         1,
@@ -397,7 +395,7 @@ fn scans_of_misaligned_spans_match_aligned_ones() {
     // Whole tiles of 16-byte aligned arrays move as 16-byte vectors, others
     // element by element: spans that start 1 to 3 elements into an
     // allocation take the second path, for the input, the output or both.
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let n = 3 * 8192 + 17;
     let mut r = Rng(4242);
     let host: Vec<u32> = (0..n + 3).map(|_| r.next() as u32).collect();
@@ -408,7 +406,7 @@ fn scans_of_misaligned_spans_match_aligned_ones() {
 
 #[test]
 fn scans_of_equal_values_wrap() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let (s, policy) = stream_and_policy();
     let n = (1 << 20) + 1;
     let host = vec![u32::MAX; n];
@@ -432,7 +430,7 @@ fn scans_of_equal_values_wrap() {
 
 #[test]
 fn exclusive_scan_large() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     check_scan::<u32>(1 << 26, 1, false);
     check_scan::<u64>((1 << 25) + 3, 2, true);
     check_scan_mode::<f64>((1 << 24) - 1, 3, false, true);
@@ -440,7 +438,7 @@ fn exclusive_scan_large() {
 
 #[test]
 fn exclusive_scan_random_floats_approximately() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let mut r = Rng(77);
     let host: Vec<f64> = (0..300_001).map(|_| r.unit()).collect();
     let want = cpu_exclusive(&host);
@@ -460,7 +458,7 @@ fn exclusive_scan_random_floats_approximately() {
 
 #[test]
 fn algorithms_on_policy_scratch_over_a_stream_ordered_pool() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = rmm::CudaStream::new().unwrap();
     let mr = rmm::mr::CudaAsyncMemoryResource::new().unwrap();
     let policy = ExecPolicy::new(s.view(), mr);

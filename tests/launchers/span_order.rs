@@ -108,7 +108,7 @@ fn a_policy_over_a_simulated_resource_is_refused() {
 /// the vector's stream then waits for the kernels before its later work.
 #[test]
 fn kernels_on_a_policy_stream_are_ordered_after_the_containers_stream() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let owner = CudaStream::non_blocking().unwrap();
     let other = CudaStream::non_blocking().unwrap();
     let n = 1 << 22;

@@ -8,7 +8,7 @@ use std::process::Command;
 /// with the library (embedded, so the test binary runs anywhere).
 const FIXTURE: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../rmm/tests/data/rmm_log.csv"
+    "/../rmm-replay/tests/data/rmm_log.csv"
 ));
 
 /// The `rmm-replay` binary: where cargo built it, or next to this test
@@ -33,7 +33,7 @@ fn temp_path(name: &str) -> std::path::PathBuf {
 fn replay_binary_runs_the_fixture() {
     let Some(bin) = replay_binary() else {
         // Only where the test binary was shipped without the tool (a GPU bundle).
-        rmm::testing::report_skip("replay_binary_runs_the_fixture", "rmm-replay binary not found");
+        rmm_testing::report_skip("replay_binary_runs_the_fixture", "rmm-replay binary not found");
         return;
     };
     let log = temp_path("fixture.csv");
@@ -80,7 +80,7 @@ fn replay_binary_runs_the_fixture() {
 #[test]
 fn replay_binary_has_help_and_version() {
     let Some(bin) = replay_binary() else {
-        rmm::testing::report_skip(
+        rmm_testing::report_skip(
             "replay_binary_has_help_and_version",
             "rmm-replay binary not found",
         );

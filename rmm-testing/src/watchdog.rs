@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use rmm::testing::Watchdog;
+//! use rmm_testing::Watchdog;
 //! let dog = Watchdog::new("example", Duration::from_secs(10));
 //! std::thread::scope(|s| {
 //!     for t in 0..4 {
@@ -28,10 +28,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Names the `eu-stack` program used for thread dumps (its `libdw.so.1` and
-/// `libelf.so.1` beside it).
-pub const EU_STACK_VAR: &str = "RMM_EU_STACK";
 
 #[derive(Debug)]
 struct Slot {
@@ -184,7 +180,7 @@ fn report(shared: &Shared, slots: &[Arc<Slot>], seen: &[(u64, Instant)], now: In
             state
         );
     }
-    match std::env::var_os(EU_STACK_VAR) {
+    match crate::env::eu_stack() {
         Some(tool) => {
             let dir = std::path::Path::new(&tool)
                 .parent()
@@ -203,6 +199,9 @@ fn report(shared: &Shared, slots: &[Arc<Slot>], seen: &[(u64, Instant)], now: In
                 Err(e) => eprintln!("WATCHDOG: could not run {}: {e}", tool.to_string_lossy()),
             }
         }
-        None => eprintln!("WATCHDOG: set {EU_STACK_VAR} to an eu-stack binary for thread dumps"),
+        None => eprintln!(
+            "WATCHDOG: set {} to an eu-stack binary for thread dumps",
+            crate::env::EU_STACK
+        ),
     }
 }

@@ -1,7 +1,7 @@
 //! The memory-event log parser: the one reader of the CSV that
-//! [`LoggingAdaptor`](crate::mr::LoggingAdaptor) and RMM's
+//! [`LoggingAdaptor`](rmm::mr::LoggingAdaptor) and RMM's
 //! `logging_resource_adaptor` write, used by the replay engine
-//! ([`replay`](super::replay)) and by `rmm-report timeline` (in `tools/`).
+//! ([`replay`](crate::replay())) and by `rmm-report timeline` (in `tools/`).
 //!
 //! A log starts with a header line naming its columns, in any order and any
 //! case: `Action`, `Pointer` and `Size` are required; `Thread`, `Time` and
@@ -27,7 +27,7 @@
 //! or stream.
 //!
 //! ```
-//! use rmm::replay::memlog::{parse, Action};
+//! use rmm_replay::memlog::{parse, Action};
 //! let log = "\u{feff}# written by hand\n\
 //!            Thread,Action,Pointer,Size\n\
 //!            7,alloc,0x7f0000000000,1000\n\
@@ -36,7 +36,7 @@
 //! assert_eq!((log.events.len(), log.skipped), (2, 1));
 //! assert_eq!(log.events[1].action, Action::Free);
 //! assert_eq!((log.events[1].line, log.threads[log.events[1].thread].as_str()), (4, "7"));
-//! # Ok::<(), rmm::replay::memlog::LogError>(())
+//! # Ok::<(), rmm_replay::memlog::LogError>(())
 //! ```
 
 #![forbid(unsafe_code)]
@@ -45,7 +45,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
 
-use crate::error::Error;
+use rmm::Error;
 
 /// What a log line records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,7 +62,7 @@ impl Action {
     /// Parses an action (see the module docs for the spellings).
     ///
     /// ```
-    /// use rmm::replay::Action;
+    /// use rmm_replay::Action;
     /// assert_eq!(Action::parse("Deallocate"), Some(Action::Free));
     /// assert_eq!(Action::parse("allocate_failure"), Some(Action::AllocateFailure));
     /// assert_eq!(Action::parse("grow"), None);
@@ -152,7 +152,7 @@ const OPTIONAL: [&str; 3] = ["thread", "time", "stream"];
 /// A message for an unterminated double quote.
 ///
 /// ```
-/// use rmm::replay::memlog::split_csv_line;
+/// use rmm_replay::memlog::split_csv_line;
 /// assert_eq!(split_csv_line(r#"a, "b,c" ,d"#).unwrap(), vec!["a", "b,c", "d"]);
 /// assert_eq!(split_csv_line(r#""x""y",z"#).unwrap(), vec!["x\"y", "z"]);
 /// assert!(split_csv_line(r#""open,a"#).is_err());
@@ -193,7 +193,7 @@ pub fn split_csv_line(line: &str) -> Result<Vec<String>, String> {
 /// `MM:SS` works, and a plain number is taken as seconds.
 ///
 /// ```
-/// use rmm::replay::memlog::parse_time_of_day;
+/// use rmm_replay::memlog::parse_time_of_day;
 /// assert_eq!(parse_time_of_day("01:02:03.5"), Some(3723.5));
 /// assert_eq!(parse_time_of_day("2026-11-30 00:00:01.25"), Some(1.25));
 /// assert_eq!(parse_time_of_day("noon"), None);
@@ -231,7 +231,7 @@ pub fn parse_time_of_day(text: &str) -> Option<f64> {
 /// A message for anything else.
 ///
 /// ```
-/// use rmm::replay::memlog::parse_pointer;
+/// use rmm_replay::memlog::parse_pointer;
 /// assert_eq!(parse_pointer("(nil)"), Ok(0));
 /// assert_eq!(parse_pointer("0x7f12a4000000"), Ok(0x7f12_a400_0000));
 /// assert!(parse_pointer("zz").is_err());
@@ -447,7 +447,7 @@ pub fn parse(text: &str) -> Result<MemoryLog, LogError> {
 /// [`Error::Io`] for a read error.
 ///
 /// ```
-/// let log = rmm::replay::memlog::read("Action,Pointer,Size\nfree,0x10,8\n".as_bytes())?;
+/// let log = rmm_replay::memlog::read("Action,Pointer,Size\nfree,0x10,8\n".as_bytes())?;
 /// assert_eq!(log.events[0].pointer, 0x10);
 /// # Ok::<(), rmm::Error>(())
 /// ```

@@ -1,19 +1,21 @@
 //! The replay tool: logs written by `LoggingAdaptor` replayed over the
 //! simulated resource (round trips), an RMM-format fixture, fragmentation
-//! reports (the `rmm-replay` program is tested in tools/tests/replay_program.rs).
-
-mod common;
+//! reports (the `rmm-replay` program is tested in tools/tests/programs/replay_program.rs).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::sync::{Arc, Mutex};
 
-use common::{KIB, MIB};
 use rmm::mr::{FreeBlockStats, LoggingAdaptor, MemoryResource, SimulatedMemoryResource, StatisticsAdaptor};
-use rmm::replay::{parse_log, replay, Action, Event};
 use rmm::{CudaStreamView, DevicePtr, Error};
+use rmm_replay::by_name::{self, ByNameOptions};
+use rmm_replay::{parse_log, replay, Action, Event};
+use rmm_testing::SplitMix64;
 
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+const GIB: usize = 1 << 30;
 const S: CudaStreamView = CudaStreamView::DEFAULT;
 
 /// A log in RMM's format (embedded, so the test binary runs anywhere).
@@ -55,7 +57,7 @@ fn round_trip_single_thread_same_peak() {
     let original = SimulatedMemoryResource::new(256 * MIB);
     let logged = LoggingAdaptor::to_file(original.clone(), &path, false).unwrap();
     let mr = StatisticsAdaptor::new(logged.clone());
-    let mut rng = common::SplitMix64(5);
+    let mut rng = SplitMix64(5);
     let mut live = Vec::new();
     for _ in 0..3000 {
         if live.is_empty() || rng.below(100) < 55 {
@@ -101,14 +103,14 @@ fn round_trip_single_thread_same_peak() {
 #[test]
 fn round_trip_multithreaded_keeps_order() {
     let path = temp_path("multi.csv");
-    let logged = LoggingAdaptor::to_file(SimulatedMemoryResource::new(common::GIB), &path, false).unwrap();
+    let logged = LoggingAdaptor::to_file(SimulatedMemoryResource::new(GIB), &path, false).unwrap();
     // Pointers move between threads: allocated on one, freed on another.
     let handoff: Arc<Mutex<Vec<(DevicePtr, usize)>>> = Arc::default();
     std::thread::scope(|scope| {
         for t in 0..4u64 {
             let (mr, handoff) = (logged.clone(), handoff.clone());
             scope.spawn(move || {
-                let mut rng = common::SplitMix64(t);
+                let mut rng = SplitMix64(t);
                 for _ in 0..500 {
                     if rng.below(100) < 55 {
                         let b = 1 + rng.below(64 * KIB);
@@ -137,7 +139,7 @@ fn round_trip_multithreaded_keeps_order() {
     let events = read_log(&path);
     let threads: std::collections::HashSet<_> = events.iter().map(|e| e.thread).collect();
     assert_eq!(threads.len(), 5, "4 workers and the main thread");
-    let replayed = SimulatedMemoryResource::new(common::GIB);
+    let replayed = SimulatedMemoryResource::new(GIB);
     let report = replay(&events, &replayed);
     assert_eq!(report.threads, 5);
     assert_eq!(report.peak_bytes, model_peak(&events));
@@ -181,7 +183,7 @@ fn rmm_format_fixture() {
         events.iter().map(|e| e.thread).collect::<Vec<_>>(),
         [0, 1, 0, 2, 1, 2, 0, 2, 1, 2]
     );
-    let sim = SimulatedMemoryResource::new(common::GIB);
+    let sim = SimulatedMemoryResource::new(GIB);
     let report = replay(&events, &sim);
     assert_eq!(report.events, 10);
     assert_eq!(report.threads, 3);
@@ -294,10 +296,10 @@ fn fragmentation_at_peak() {
 
 #[test]
 fn gpu_replay_of_the_fixture_over_cuda_resources() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let events = fixture_events();
     for name in ["cuda", "cuda_async", "managed"] {
-        let mr = rmm::mr::by_name::resource(name, &rmm::mr::by_name::ByNameOptions::default()).unwrap();
+        let mr = by_name::resource(name, &ByNameOptions::default()).unwrap();
         let report = replay(&events, &mr);
         assert_eq!(report.peak_bytes, 2_004_608, "{name}");
         assert_eq!(report.failed_allocations, 0, "{name}");
@@ -336,7 +338,7 @@ impl MemoryResource for PanicsOnThird {
 #[test]
 fn a_panicking_resource_does_not_hang_the_replay() {
     let events = fixture_events();
-    let mr = PanicsOnThird(SimulatedMemoryResource::new(common::GIB), Arc::default());
+    let mr = PanicsOnThird(SimulatedMemoryResource::new(GIB), Arc::default());
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| replay(&events, &mr)));
     assert!(r.is_err(), "the panic is passed on");
 }
@@ -345,11 +347,7 @@ fn a_panicking_resource_does_not_hang_the_replay() {
 fn replay_over_simulated_sub_allocators_reports_fragmentation() {
     let events = fixture_events();
     for name in ["simulated-pool", "simulated-binning", "simulated-arena"] {
-        let mr = rmm::mr::by_name::resource(
-            name,
-            &rmm::mr::by_name::ByNameOptions::default().simulated_size(common::GIB),
-        )
-        .unwrap();
+        let mr = by_name::resource(name, &ByNameOptions::default().simulated_size(GIB)).unwrap();
         let report = replay(&events, mr.inner());
         assert_eq!(report.peak_bytes, 2_004_608, "{name}");
         assert_eq!(report.failed_allocations, 0, "{name}");
@@ -372,10 +370,7 @@ fn replay_over_simulated_sub_allocators_reports_fragmentation() {
         }
     }
     assert!(matches!(
-        rmm::mr::by_name::resource(
-            "no-such",
-            &rmm::mr::by_name::ByNameOptions::default().simulated_size(common::GIB)
-        ),
+        by_name::resource("no-such", &ByNameOptions::default().simulated_size(GIB)),
         Err(rmm::Error::InvalidArgument(_))
     ));
 }

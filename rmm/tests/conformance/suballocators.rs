@@ -2,8 +2,7 @@
 //! resource on any machine, over the CUDA resource on a GPU), and their own
 //! tests.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -353,7 +352,7 @@ fn hand_over(
 /// recorded events (the taker's stream waits on the GPU).
 #[test]
 fn pool_cross_stream_reuse_waits_on_gpu() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let pool = pool_over(CudaMemoryResource::new(), 0);
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
     let n = 512 * MIB;
@@ -374,7 +373,7 @@ fn pool_cross_stream_reuse_waits_on_gpu() {
 /// A stream destroyed with blocks in its free list: they are still usable.
 #[test]
 fn pool_deleted_stream_on_gpu() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let pool = pool_over(CudaMemoryResource::new(), 64 * MIB);
     {
         let s = CudaStream::new().unwrap();
@@ -708,7 +707,7 @@ fn arena_defragments_on_oom_over_simulated() {
 
 #[test]
 fn arena_defragments_on_oom_on_gpu() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let (a, b) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
     arena_defragments_on_oom(CudaMemoryResource::new(), a.view(), b.view());
 }
@@ -730,7 +729,7 @@ fn arena_concurrent_defragmentations_over_simulated() {
             let (arena, live) = (&arena, &live);
             scope.spawn(move || {
                 let st = fake_stream(t);
-                let mut rng = rmm::testing::SplitMix64(t as u64 + 11);
+                let mut rng = rmm_testing::SplitMix64(t as u64 + 11);
                 for _round in 0..20 {
                     let mut mine = Vec::new();
                     loop {
@@ -828,7 +827,7 @@ fn arena_per_thread_arenas_over_simulated() {
 
 #[test]
 fn vm_pool_merges_across_growth_and_releases_the_end() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let g = {
         let probe =
             VirtualPoolMemoryResource::new(VirtualPoolOptions::default().maximum_pool_size(1 << 30)).unwrap();
@@ -875,7 +874,7 @@ fn vm_pool_merges_across_growth_and_releases_the_end() {
 
 #[test]
 fn vm_pool_release_keeps_live_memory() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let pool = VirtualPoolMemoryResource::new(
         VirtualPoolOptions::default()
             .initial_pool_size(64 * MIB)
@@ -912,7 +911,7 @@ fn vm_pool_release_keeps_live_memory() {
 
 #[test]
 fn vm_pool_size_checks() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for o in [
         VirtualPoolOptions::default().initial_pool_size(1000),
         VirtualPoolOptions::default()
@@ -950,7 +949,7 @@ fn threads8_over_simulated_all_resources() {
 /// Eight threads on eight streams over the real device, every resource.
 #[test]
 fn threads8_on_gpu_all_resources() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let resources: Vec<SharedResource> = vec![
         SharedResource::new(pool_over(CudaMemoryResource::new(), 512 * MIB)),
         SharedResource::new(
@@ -1007,7 +1006,7 @@ fn foreign_frees_are_ignored() {
 fn sub_allocators_over_cuda_report_the_current_device() {
     let sim_pool = pool_over(sim(), MIB);
     assert_eq!(sim_pool.device(), None);
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let current = rmm::device::current_device().unwrap();
     let pool = PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default()).unwrap();
     let arena = ArenaMemoryResource::new(

@@ -1,31 +1,5 @@
-//! Parsing and replaying memory-event logs (RMM's `replay` benchmark and
-//! `log_parser`).
-//!
-//! A log is the CSV that [`LoggingAdaptor`](crate::mr::LoggingAdaptor) or
-//! RMM's `logging_resource_adaptor` writes; [`memlog`] is its one parser
-//! (here and in `rmm-report timeline`), and [`parse_log`] returns its events.
-//!
-//! [`replay`] runs the events against a resource with one thread per logged
-//! thread, each doing its own events, and a shared event index with a
-//! condition variable keeping the original global order (as RMM's replay
-//! does). Every event is replayed with the synchronous calls on the default
-//! stream. It reports the time taken, the peak of requested bytes, the
-//! allocations that failed and, for resources that report their free blocks
-//! ([`MemoryResource::free_block_stats`]), the fragmentation at the peak.
-//!
-//! ```
-//! use rmm::mr::SimulatedMemoryResource;
-//! use rmm::replay::{parse_log, replay};
-//! let log = "Thread,Time,Action,Pointer,Size,Stream\n\
-//!            1,10:00:00.000001,allocate,0x7f0000000000,1000,0x0\n\
-//!            2,10:00:00.000002,allocate,0x7f0000000400,3000,0x0\n\
-//!            1,10:00:00.000003,free,0x7f0000000000,1000,0x0\n\
-//!            2,10:00:00.000004,free,0x7f0000000400,3000,0x0\n";
-//! let events = parse_log(log.as_bytes())?;
-//! let report = replay(&events, &SimulatedMemoryResource::new(1 << 30));
-//! assert_eq!((report.threads, report.peak_bytes, report.failed_allocations), (2, 4000, 0));
-//! # Ok::<(), rmm::Error>(())
-//! ```
+//! The replay engine: runs a memory-event log's events against a resource
+//! (see the crate docs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -33,20 +7,17 @@ use std::io::BufRead;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::mr::{FreeBlockStats, MemoryResource};
-use crate::ptr::DevicePtr;
+use rmm::mr::{FreeBlockStats, MemoryResource};
+use rmm::{DevicePtr, Result};
 
-pub mod memlog;
-
-pub use memlog::{Action, Event, LogError, MemoryLog};
+use crate::memlog::{self, Action, Event};
 
 /// Parses a memory-event log into its events ([`memlog::read`] keeps the
 /// thread names and the skipped-line count too).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the line for anything malformed (see
-/// [`memlog`]); [`Error::Io`](crate::Error::Io) for a read error.
+/// [`Error::InvalidArgument`](rmm::Error::InvalidArgument) naming the line for anything malformed (see
+/// [`memlog`]); [`Error::Io`](rmm::Error::Io) for a read error.
 pub fn parse_log(reader: impl BufRead) -> Result<Vec<Event>> {
     memlog::read(reader).map(|log| log.events)
 }

@@ -1,8 +1,5 @@
 //! The conformance suite over every base resource, and their own tests.
 
-#[macro_use]
-mod common;
-
 use rmm::mr::{
     CallbackMemoryResource, CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, CudaMemoryResource,
     ManagedMemoryResource, MemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions,
@@ -94,8 +91,8 @@ conformance_suite!(callback_over_cuda, gpu, || {
 /// GPU, adaptor stacks and `_unchecked` forms included.
 #[test]
 fn gpu_factory_names_build_and_allocate() {
-    rmm::require_gpu!("gpu_factory_names_build_and_allocate");
-    use rmm::mr::by_name::{resource, ByNameOptions};
+    rmm_testing::require_gpu!("gpu_factory_names_build_and_allocate");
+    use rmm_replay::by_name::{resource, ByNameOptions};
     let opts = ByNameOptions::default().arena_size(256 << 20);
     for name in [
         "cuda",
@@ -133,7 +130,7 @@ fn gpu_factory_names_build_and_allocate() {
 /// (their conformance suites run there).
 #[test]
 fn cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host() {
-    rmm::require_gpu!("cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host");
+    rmm_testing::require_gpu!("cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host");
     let mr = CudaAsyncManagedMemoryResource::new().expect("managed driver pool (needs a CUDA 13 driver)");
     assert!(mr.is_host_accessible() && mr.is_device_accessible());
     let s = rmm::CudaStream::new().unwrap();
@@ -159,7 +156,7 @@ fn cuda_async_managed_memory_is_written_on_the_device_and_read_on_the_host() {
 
 #[test]
 fn system_resources_need_pageable_memory_access() {
-    rmm::require_gpu!("system_resources_need_pageable_memory_access");
+    rmm_testing::require_gpu!("system_resources_need_pageable_memory_access");
     let device = rmm::device::current_device().expect("current device");
     let pageable = rmm::device::supports_pageable_memory_access(device).expect("attribute");
     let results = [
@@ -188,7 +185,7 @@ fn system_resources_need_pageable_memory_access() {
         }
     }
     // The factory passes the error on.
-    use rmm::mr::by_name::{resource, ByNameOptions};
+    use rmm_replay::by_name::{resource, ByNameOptions};
     for name in ["system", "sam_headroom", "statistics_sam_headroom"] {
         match resource(name, &ByNameOptions::default()) {
             Ok(mr) => {
@@ -214,7 +211,7 @@ fn system_resources_need_pageable_memory_access() {
 /// after a synchronisation, and copy back to the device.
 #[test]
 fn pinned_pool_stages_host_copies() {
-    rmm::require_gpu!("pinned_pool_stages_host_copies");
+    rmm_testing::require_gpu!("pinned_pool_stages_host_copies");
     let pool = rmm::mr::SharedResource::new(
         PoolMemoryResource::new(
             PinnedHostMemoryResource::new(),

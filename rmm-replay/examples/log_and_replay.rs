@@ -1,13 +1,13 @@
 //! A logged run, replayed.
 //!
 //! ```sh
-//! cargo run -p rmm --example log_and_replay
+//! cargo run -p rmm-replay --example log_and_replay
 //! ```
 //!
 //! Two threads allocate and free random sizes through a `LoggingAdaptor`,
-//! which writes RMM's CSV event log; `rmm::replay` parses that log and
+//! which writes RMM's CSV event log; `rmm_replay` parses that log and
 //! replays it, thread by thread in the logged order, against other
-//! resources built by name (`rmm::mr::by_name`), reporting time, peak bytes,
+//! resources built by name (`rmm_replay::by_name`), reporting time, peak bytes,
 //! failures and fragmentation at the peak. On a GPU the logged run uses
 //! `cuMemAlloc` and the replays include the GPU pool and binning resources;
 //! without a GPU the logged run and every replay use the simulated resource
@@ -18,11 +18,11 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{CudaMemoryResource, LoggingAdaptor, MemoryResource, SimulatedMemoryResource};
-use rmm::replay::{parse_log, replay};
-use rmm::testing::SplitMix64;
 use rmm::{CudaStreamView, DevicePtr, Error, Result};
+use rmm_replay::by_name::{self, ByNameOptions};
+use rmm_replay::{parse_log, replay};
+use rmm_testing::SplitMix64;
 
 fn main() -> Result<()> {
     run()
@@ -37,7 +37,7 @@ fn run() -> Result<()> {
 }
 
 fn log_then_replay(path: &Path) -> Result<()> {
-    let gpu = rmm::testing::gpu_available_or_skip("example log_and_replay (GPU half)");
+    let gpu = rmm_testing::gpu_available!("example log_and_replay (GPU half)");
     let replay_on: &[&str] = if gpu {
         println!("log_and_replay: running on the GPU (logged run over cuMemAlloc)");
         logged_run(LoggingAdaptor::to_file(CudaMemoryResource::new(), path, false)?)?;

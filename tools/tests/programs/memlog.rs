@@ -1,4 +1,4 @@
-//! One memory-event log parser: `rmm-replay` (through `rmm::replay`) and
+//! One memory-event log parser: `rmm-replay` (through `rmm_replay`) and
 //! `rmm-report timeline` (through `rmm_tools::report::csv`) accept and refuse
 //! the same inputs, as libraries and as programs, with the same line named.
 
@@ -36,7 +36,7 @@ fn cases() -> Vec<(&'static str, String, bool)> {
 #[test]
 fn replay_and_timeline_accept_and_refuse_the_same_logs() {
     for (name, text, accepted) in cases() {
-        let replay = rmm::replay::parse_log(text.as_bytes());
+        let replay = rmm_replay::parse_log(text.as_bytes());
         let timeline = parse_memlog(&text, "log.csv");
         assert_eq!(replay.is_ok(), accepted, "{name}: replay gave {replay:?}");
         assert_eq!(timeline.is_ok(), accepted, "{name}: timeline gave {timeline:?}");
@@ -89,7 +89,7 @@ fn the_programs_accept_and_refuse_the_same_logs() {
         program(env!("CARGO_BIN_EXE_rmm-replay"), "rmm-replay"),
         program(env!("CARGO_BIN_EXE_rmm-report"), "rmm-report"),
     ) else {
-        rmm::testing::report_skip(
+        rmm_testing::report_skip(
             "the_programs_accept_and_refuse_the_same_logs",
             "programs not found",
         );

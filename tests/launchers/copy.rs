@@ -7,7 +7,7 @@ use rmm_suite::copy::{copy_bytes, copy_bytes_kernel};
 
 #[test]
 fn copy_every_alignment_pair() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let mr = CudaMemoryResource::new();
     let s = CudaStream::new().unwrap();
     let cap = (1 << 20) + 64;

@@ -31,7 +31,7 @@
 //! grow to the whole device and an arena takes the whole device.
 //!
 //! ```
-//! use rmm::mr::by_name::{resource, ByNameOptions};
+//! use rmm_replay::by_name::{resource, ByNameOptions};
 //! use rmm::mr::MemoryResource;
 //! let opts = ByNameOptions::default().simulated_size(1 << 30);
 //! let pool = resource("statistics_simulated-pool", &opts)?;
@@ -45,15 +45,15 @@
 
 #![forbid(unsafe_code)]
 
-use super::{
+use rmm::align::align_down;
+use rmm::mr::{
     ArenaMemoryResource, ArenaOptions, BinningMemoryResource, CudaAsyncManagedMemoryResource,
     CudaAsyncMemoryResource, CudaMemoryResource, FixedSizeMemoryResource, FixedSizeOptions,
     ManagedMemoryResource, PinnedHostMemoryResource, PoolMemoryResource, PoolOptions,
     SamHeadroomMemoryResource, SharedResource, SimulatedMemoryResource, StatisticsAdaptor,
     SystemMemoryResource, ThreadSafeAdaptor, TrackingAdaptor, VirtualPoolMemoryResource, VirtualPoolOptions,
 };
-use crate::align::align_down;
-use crate::error::{Error, Result};
+use rmm::{Error, Result};
 
 /// The base resources a name can end in (see the module docs).
 pub const BASES: &[&str] = &[
@@ -88,7 +88,7 @@ pub const UNCHECKED_SUFFIX: &str = "_unchecked";
 /// Sizes and switches of the resources [`resource`] builds.
 ///
 /// ```
-/// use rmm::mr::by_name::ByNameOptions;
+/// use rmm_replay::by_name::ByNameOptions;
 /// let opts = ByNameOptions::default().simulate(true).pool_initial_size(1 << 30);
 /// assert_eq!((opts.simulate, opts.pool_initial_size), (true, Some(1 << 30)));
 /// ```
@@ -166,7 +166,7 @@ impl ByNameOptions {
 /// The names [`resource`] knows, for help texts and errors.
 ///
 /// ```
-/// assert!(rmm::mr::by_name::known_names().contains("simulated-pool"));
+/// assert!(rmm_replay::by_name::known_names().contains("simulated-pool"));
 /// ```
 pub fn known_names() -> String {
     format!(
@@ -273,7 +273,7 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
             "resource {name:?}: {base} does not check frees, so it has no {UNCHECKED_SUFFIX} form"
         )));
     }
-    if (gpu_only || (simulable && !simulated)) && (simulated || !crate::device::is_available()) {
+    if (gpu_only || (simulable && !simulated)) && (simulated || !rmm::device::is_available()) {
         return Err(Error::Logic(format!(
             "resource {name:?} needs a GPU and {}",
             if simulated {
@@ -331,7 +331,7 @@ fn base(name: &str, base: &str, unchecked: bool, opts: &ByNameOptions) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mr::MemoryResource;
+    use rmm::mr::MemoryResource;
 
     fn sim() -> ByNameOptions {
         ByNameOptions::default().simulated_size(1 << 30)
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn gpu_names_say_they_need_a_gpu() {
-        if crate::device::is_available() {
+        if rmm::device::is_available() {
             return;
         }
         for name in [

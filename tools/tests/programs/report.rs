@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rmm::replay::Action;
+use rmm_replay::Action;
 use rmm_tools::report::charts::{
     alloc_points, alloc_ratios, kernel_ratios, write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY,
 };

@@ -51,7 +51,7 @@ fn roundtrip<T: FillValue + PartialEq + std::fmt::Debug + Default>(n: usize, off
 
 #[test]
 fn fill_all_widths_and_sizes() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     for n in [0usize, 1, 2, 3, 15, 16, 17, 255, 4096, 100_003, 1 << 22] {
         for offset in [0usize, 1, 3] {
             roundtrip::<u8>(n, offset, 0x5A);
@@ -67,7 +67,7 @@ fn fill_all_widths_and_sizes() {
 
 #[test]
 fn fill_rejects_misaligned_pointer() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     // SAFETY: the call fails before touching memory.
     let r = unsafe { fill_raw::<u32>(DevicePtr::new(0x1001), 10, 1, s.view()) };

@@ -42,7 +42,7 @@ where
 
 #[test]
 fn gpu_fill_every_width_size_and_resource() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let sv = s.view();
     for (name, mr) in gpu_resources() {
@@ -64,7 +64,7 @@ fn gpu_fill_every_width_size_and_resource() {
 
 #[test]
 fn gpu_fill_scalar_and_bytes() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let mut b = DeviceBuffer::from_host(&[1u8; 1001], s.view(), mr.clone()).unwrap();
@@ -82,7 +82,7 @@ fn gpu_fill_scalar_and_bytes() {
 
 #[test]
 fn gpu_fill_on_another_stream_is_ordered() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let a = CudaStream::non_blocking().unwrap();
     let b = CudaStream::non_blocking().unwrap();
     for (name, mr) in gpu_resources() {
@@ -97,7 +97,7 @@ fn gpu_fill_on_another_stream_is_ordered() {
 
 #[test]
 fn gpu_copy_across_resources_and_streams() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     let s2 = CudaStream::non_blocking().unwrap();
     let resources = gpu_resources();
@@ -117,7 +117,7 @@ fn gpu_copy_across_resources_and_streams() {
 
 #[test]
 fn gpu_copy_buffers_and_mismatched_lengths() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let s = CudaStream::new().unwrap();
     for (name, mr) in gpu_resources() {
         let bytes: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();

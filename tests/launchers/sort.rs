@@ -2,11 +2,9 @@
 //! key type, both orders, keys alone and key-value pairs; plus the
 //! documented float order, out-of-memory behaviour and argument checks.
 
-mod algo_util;
-
 use std::cmp::Ordering;
 
-use algo_util::{size_ok, stream_and_policy, DevVec, Rng};
+use crate::algo_util::{size_ok, stream_and_policy, DevVec, Rng};
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
 use rmm::mr::{CudaMemoryResource, LimitingAdaptor, SimulatedMemoryResource};
@@ -205,12 +203,12 @@ macro_rules! each_kernel_once {
     ($($keys:ident, $pairs:ident: $t:ty, $seed:expr;)*) => {$(
         #[test]
         fn $keys() {
-            rmm::require_gpu!();
+            rmm_testing::require_gpu!();
             each_kernel_once::<$t>($seed, false);
         }
         #[test]
         fn $pairs() {
-            rmm::require_gpu!();
+            rmm_testing::require_gpu!();
             each_kernel_once::<$t>($seed, true);
         }
     )*};
@@ -227,38 +225,38 @@ each_kernel_once! {
 
 #[test]
 fn sort_u32() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<u32>(1);
 }
 #[test]
 fn sort_i32() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<i32>(2);
 }
 #[test]
 fn sort_f32() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<f32>(3);
 }
 #[test]
 fn sort_u64() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<u64>(4);
 }
 #[test]
 fn sort_i64() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<i64>(5);
 }
 #[test]
 fn sort_f64() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     every_size::<f64>(6);
 }
 
 #[test]
 fn sort_large() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let n = 1 << 26;
     let mut r = Rng(99);
     let k32: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
@@ -276,7 +274,7 @@ fn sort_large() {
 /// the second; stability across the boundary with few distinct keys.
 #[test]
 fn sort_large_crosses_a_portion() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let n = kernel_abi::sort::PORTION_KEYS + 4099;
     let mut r = Rng(98);
     let k32: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();
@@ -287,7 +285,7 @@ fn sort_large_crosses_a_portion() {
 
 #[test]
 fn sorted_and_constant_inputs() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let n = 300_001;
     let asc: Vec<u32> = (0..n as u32).collect();
     let desc: Vec<u32> = (0..n as u32).rev().collect();
@@ -302,7 +300,7 @@ fn sorted_and_constant_inputs() {
 
 #[test]
 fn float_order_nan_and_signed_zero() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let neg_nan = f32::from_bits(0xFFC0_0000);
     let pos_nan = f32::from_bits(0x7FC0_0000);
     let tiny = f32::from_bits(1); // smallest subnormal
@@ -366,7 +364,7 @@ fn limited_resource(limit: usize) -> LimitingAdaptor<CudaMemoryResource> {
 
 #[test]
 fn sort_out_of_memory_leaves_input_intact() {
-    rmm::require_gpu!();
+    rmm_testing::require_gpu!();
     let n = 1 << 20;
     let mut r = Rng(5);
     let host: Vec<u32> = (0..n).map(|_| r.next() as u32).collect();

@@ -9,7 +9,7 @@ use rmm::mr::{CudaMemoryResource, MemoryResource};
 use rmm::{CudaStream, DevicePtr, DeviceSpan, DeviceSpanMut};
 
 /// SplitMix64 (with `unit` and `normal`).
-pub use rmm::testing::SplitMix64 as Rng;
+pub use rmm_testing::SplitMix64 as Rng;
 
 /// A device array owned by the test, with its stream.
 pub struct DevVec<T: Copy> {
@@ -116,10 +116,7 @@ pub fn stream_and_policy() -> (CudaStream, ExecPolicy) {
 /// above `2^k`, for slow runs under compute-sanitizer (with
 /// `--skip large` for the `*_large` tests).
 pub fn size_ok(n: usize) -> bool {
-    match std::env::var("RMM_TEST_MAX_LOG2")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-    {
+    match rmm_testing::env::test_max_log2() {
         Some(k) => n <= 1usize << k.min(63),
         None => true,
     }
