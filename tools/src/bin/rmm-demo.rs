@@ -41,8 +41,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rmm::mr::by_name::{self, ByNameOptions};
 use rmm::mr::{LoggingAdaptor, MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
-use rmm_tools::report::charts::{alloc_chart_svg, alloc_points};
+use rmm_tools::report::charts::alloc_chart_svg;
 use rmm_tools::report::csv::{read_memlog_file, AllocRow};
+use rmm_tools::report::points::alloc_points;
 use rmm_tools::report::timeline::{render_svg, Timeline, TimelineOptions};
 use rmm_tools::report::{human_bytes, write_text, ReportError};
 
