@@ -32,10 +32,26 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
-/// The `MemoryResource` methods every adaptor forwards to its upstream:
-/// accessibility, device, simulation status and free-block stats.
-macro_rules! forward_upstream_properties {
+/// The `MemoryResource` methods an adaptor forwards to its upstream
+/// unchanged, written once for all of them. Every adaptor keeps its shared
+/// state in an `Arc` field `inner` with its upstream in `inner.upstream`.
+///
+/// - `forward_to_upstream!()`: `is_equal` (clones share `inner` and compare
+///   equal), accessibility, device, simulation status and free-block stats.
+/// - `forward_to_upstream!(deallocate)`: those, and `deallocate`, which
+///   passes every free upstream as it is.
+/// - `forward_to_upstream!(deallocate around NAME)`: those, and
+///   `deallocate`, which calls the adaptor's own
+///   `fn NAME(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView, free: impl FnOnce())`:
+///   that method states what the adaptor adds around a free, and calls
+///   `free` to pass the free upstream as it is (or does not, to stop it).
+macro_rules! forward_to_upstream {
     () => {
+        fn is_equal(&self, other: &dyn $crate::mr::MemoryResource) -> bool {
+            other
+                .downcast_ref::<Self>()
+                .is_some_and(|o| std::sync::Arc::ptr_eq(&o.inner, &self.inner))
+        }
         fn is_device_accessible(&self) -> bool {
             self.upstream().is_device_accessible()
         }
@@ -51,6 +67,45 @@ macro_rules! forward_upstream_properties {
         fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
             self.upstream().free_block_stats()
         }
+    };
+    (deallocate) => {
+        unsafe fn deallocate(
+            &self,
+            ptr: $crate::ptr::DevicePtr,
+            bytes: usize,
+            alignment: usize,
+            stream: $crate::stream::CudaStreamView,
+        ) {
+            // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
+            unsafe {
+                self.inner
+                    .upstream
+                    .deallocate(ptr, bytes, alignment, stream)
+            }
+        }
+        forward_to_upstream!();
+    };
+    (deallocate around $around:ident) => {
+        unsafe fn deallocate(
+            &self,
+            ptr: $crate::ptr::DevicePtr,
+            bytes: usize,
+            alignment: usize,
+            stream: $crate::stream::CudaStreamView,
+        ) {
+            self.$around(ptr, bytes, stream, || {
+                // SAFETY: forwarded contract: `ptr` came from this adaptor,
+                // hence from the upstream. The closure is `FnOnce` and
+                // borrows this call's arguments: it runs at most once,
+                // inside this `deallocate`.
+                unsafe {
+                    self.inner
+                        .upstream
+                        .deallocate(ptr, bytes, alignment, stream)
+                }
+            })
+        }
+        forward_to_upstream!();
     };
 }
 
