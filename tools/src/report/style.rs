@@ -4,6 +4,7 @@
 //! error of a failed drawing.
 #![forbid(unsafe_code)]
 
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -206,6 +207,32 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The mesh of a built bar chart (the y axis only, its labels written by
+/// `label`), then its bars from `bottom`.
+fn mesh_and_bars<DB: DrawingBackend, Y>(
+    plot: &DrawingArea<DB, Shift>,
+    mut chart: ChartContext<DB, Cartesian2d<RangedCoordf64, Y>>,
+    label: fn(f64) -> String,
+    bottom: f64,
+    groups: &[(String, String)],
+    series: &[BarSeries],
+    style: &BarStyle,
+) -> Result<(), ReportError>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .x_label_formatter(&|_| String::new())
+        .y_desc(style.y_desc)
+        .y_label_formatter(&|v| label(*v))
+        .draw()
+        .map_err(chart_err(style.caption))?;
+    draw_bars(plot, &mut chart, groups, series, style, bottom)
+}
+
 /// Draws a grouped bar chart with its legend on the right of `area`.
 pub(super) fn grouped_bars<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -226,34 +253,16 @@ pub(super) fn grouped_bars<DB: DrawingBackend>(
         .y_label_area_size(80);
     if style.log {
         let (lo, hi) = log_bounds(values.chain(style.baseline.map(|b| b.0)));
-        let mut chart = builder
+        let chart = builder
             .build_cartesian_2d(x_range, (lo..hi).log_scale())
             .map_err(chart_err(caption))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .x_label_formatter(&|_| String::new())
-            .y_desc(style.y_desc)
-            .y_label_formatter(&|v| log_label(*v))
-            .draw()
-            .map_err(chart_err(caption))?;
-        draw_bars(&plot, &mut chart, groups, series, style, lo)?;
+        mesh_and_bars(&plot, chart, log_label, lo, groups, series, style)?;
     } else {
         let hi = values.fold(0.0f64, f64::max).max(1e-9) * 1.15;
-        let mut chart = builder
+        let chart = builder
             .build_cartesian_2d(x_range, 0f64..hi)
             .map_err(chart_err(caption))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .x_label_formatter(&|_| String::new())
-            .y_desc(style.y_desc)
-            .y_label_formatter(&|v| fmt_value(*v))
-            .draw()
-            .map_err(chart_err(caption))?;
-        draw_bars(&plot, &mut chart, groups, series, style, 0.0)?;
+        mesh_and_bars(&plot, chart, fmt_value, 0.0, groups, series, style)?;
     }
     draw_legend(&legend, series, style)
 }

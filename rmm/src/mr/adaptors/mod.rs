@@ -69,41 +69,31 @@ macro_rules! forward_to_upstream {
         }
     };
     (deallocate) => {
-        unsafe fn deallocate(
-            &self,
-            ptr: $crate::ptr::DevicePtr,
-            bytes: usize,
-            alignment: usize,
-            stream: $crate::stream::CudaStreamView,
-        ) {
-            // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-            unsafe {
-                self.inner
-                    .upstream
-                    .deallocate(ptr, bytes, alignment, stream)
-            }
-        }
-        forward_to_upstream!();
+        forward_to_upstream!(@deallocate self, ptr, bytes, alignment, stream, free => free());
     };
     (deallocate around $around:ident) => {
+        forward_to_upstream!(
+            @deallocate self, ptr, bytes, alignment, stream, free => self.$around(ptr, bytes, stream, free)
+        );
+    };
+    // The one `deallocate`: `$free` passes the free upstream as it is, `$call` uses it.
+    (@deallocate $s:ident, $p:ident, $b:ident, $a:ident, $st:ident, $free:ident => $call:expr) => {
         unsafe fn deallocate(
-            &self,
-            ptr: $crate::ptr::DevicePtr,
-            bytes: usize,
-            alignment: usize,
-            stream: $crate::stream::CudaStreamView,
+            &$s,
+            $p: $crate::ptr::DevicePtr,
+            $b: usize,
+            $a: usize,
+            $st: $crate::stream::CudaStreamView,
         ) {
-            self.$around(ptr, bytes, stream, || {
+            let $free = || {
                 // SAFETY: forwarded contract: `ptr` came from this adaptor,
-                // hence from the upstream. The closure is `FnOnce` and
-                // borrows this call's arguments: it runs at most once,
-                // inside this `deallocate`.
-                unsafe {
-                    self.inner
-                        .upstream
-                        .deallocate(ptr, bytes, alignment, stream)
-                }
-            })
+                // hence from the upstream. The closure borrows this call's
+                // arguments and runs at most once, inside this call:
+                // `$call` calls it once, or hands it to the adaptor's
+                // method, which takes it as `impl FnOnce()`.
+                unsafe { $s.inner.upstream.deallocate($p, $b, $a, $st) }
+            };
+            $call
         }
         forward_to_upstream!();
     };
