@@ -320,7 +320,7 @@ fn main() {
             "statistics_pool_unchecked",
         ]
     };
-    println!("impl,resource,workload,params,seconds,ns_per_op,failed");
+    println!("{}", rmm_tools::report::csv::alloc_header());
     for &name in all {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
             continue;

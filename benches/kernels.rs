@@ -264,7 +264,7 @@ fn run() -> Res<()> {
     )?;
     let policy = ExecPolicy::new(stream, pool);
     let timer = Timer::new(stream)?;
-    println!("impl,kernel,params,seconds,throughput,unit");
+    println!("{}", rmm_tools::report::csv::kernel_header());
 
     let n: usize = 1 << 28;
     {

@@ -68,9 +68,9 @@ const WARPS: usize = BLOCK / kernel_abi::WARP as usize;
 /// every warp holds elements, from the tile's start when it is the
 /// look-back warp. On an H200 (2^28 `u32`, 32 elements per thread): 2.78
 /// TB/s without the waits, 2.90 with 600/300 ns, 3.0 with 1200/650 and
-/// 2000/1000 (2026-12-01; CUB's tuning for sm_90 waits similarly);
+/// 2000/1000 (measured 2026-12-01; CUB's tuning for sm_90 waits similarly);
 /// with the look-back warp, 600, 1200 and 2000 ns ran within the runs'
-/// spread (2026-12-01).
+/// spread (measured 2026-12-01, commit dd7f3ce).
 pub const LOOKBACK_START_NS: u32 = 1200;
 /// Nanoseconds between two reads of a window in which some descriptor was
 /// not yet published.
@@ -521,7 +521,6 @@ pub unsafe fn scan_impl<T: Num>(
     shared: Shared<T>,
 ) {
     let size = core::mem::size_of::<T>();
-    let per_vector = 16 / size;
     let items = items(size);
     let thread_vectors = thread_vectors(size);
     let tile_elements = tile(size);
@@ -529,15 +528,8 @@ pub unsafe fn scan_impl<T: Num>(
     // SAFETY: forwarded contract.
     let state = unsafe { TileState::new(state) };
     let tid = thread_idx_x() as usize;
-    // SAFETY: thread 0 writes the shared slots; the barrier orders those
-    // writes before every thread's read and atomic.
-    let tile = unsafe {
-        if tid == 0 {
-            shared.tile.write(state.next_tile() as u32);
-        }
-        sync_threads();
-        shared.tile.read() as usize
-    };
+    // SAFETY: forwarded contract; the whole block calls it.
+    let tile = unsafe { take_tile::<T>(state, tid, shared) };
     if tile >= tiles {
         return; // a grid larger than the tiles (block-uniform)
     }
@@ -589,22 +581,12 @@ pub unsafe fn scan_impl<T: Num>(
         }
         sync_warp();
     }
-    let mut sum = T::ZERO;
-    let mut r = 0;
-    while r < thread_vectors {
-        // SAFETY: this thread's own vectors, written before the warp barrier.
-        let v = unsafe { (xs.add(swizzled(mine + 16 * r, size)) as *const u128).read() };
-        let mut k = 0;
-        while k < per_vector {
-            sum = sum.add(element::<T>(v, k));
-            k += 1;
-        }
-        r += 1;
-    }
+    // SAFETY: this thread's own vectors, written before the warp barrier.
+    let sum = unsafe { thread_sum::<T>(xs, mine) };
     // SAFETY: every data thread calls one of them (the whole block for
     // `block_prefix`; the look-back warp meets the data warps at barrier 0);
     // forwarded contract; tile < tiles.
-    let mut acc = unsafe {
+    let acc = unsafe {
         if lookback_warp {
             data_warps_prefix::<T>(sum, state, tile, shared, data_warp)
         } else {
@@ -617,22 +599,7 @@ pub unsafe fn scan_impl<T: Num>(
     // stores go below `valid` only (whole vectors only when the tile is
     // whole), to elements this warp read before.
     unsafe {
-        let mut r = 0;
-        while r < thread_vectors {
-            let slot = xs.add(swizzled(mine + 16 * r, size)) as *mut u128;
-            let v = slot.read();
-            let mut out = 0u128;
-            let mut k = 0;
-            while k < per_vector {
-                let x = element::<T>(v, k);
-                let next = acc.add(x);
-                out |= vector_bits(if inclusive { next } else { acc }, k);
-                acc = next;
-                k += 1;
-            }
-            slot.write(out);
-            r += 1;
-        }
+        rewrite_thread_vectors::<T>(xs, mine, acc, inclusive);
         sync_warp();
         if vectors {
             let dst = output.add(first) as *mut u128;
@@ -655,6 +622,81 @@ pub unsafe fn scan_impl<T: Num>(
                 k += 1;
             }
         }
+    }
+}
+
+/// The block's tile: thread `tid` 0 takes the next one from the state's
+/// counter and hands it to the others through shared memory.
+///
+/// # Safety
+/// Called by every thread of the block; `shared.tile` is this block's.
+#[inline(always)]
+unsafe fn take_tile<T: Num>(state: TileState, tid: usize, shared: Shared<T>) -> usize {
+    // SAFETY: thread 0 writes the shared slots; the barrier orders those
+    // writes before every thread's read and atomic.
+    unsafe {
+        if tid == 0 {
+            shared.tile.write(state.next_tile() as u32);
+        }
+        sync_threads();
+        shared.tile.read() as usize
+    }
+}
+
+/// The sum of this thread's elements: its vectors in the warp's exchange
+/// area `xs`, from byte `mine` (swizzled).
+///
+/// # Safety
+/// The thread's vectors are in `xs` and a warp barrier separates their
+/// writes from this.
+#[inline(always)]
+unsafe fn thread_sum<T: Num>(xs: *mut u8, mine: usize) -> T {
+    let size = core::mem::size_of::<T>();
+    let per_vector = 16 / size;
+    let mut sum = T::ZERO;
+    let mut r = 0;
+    while r < thread_vectors(size) {
+        // SAFETY: this thread's own vectors (the caller's contract).
+        let v = unsafe { (xs.add(swizzled(mine + 16 * r, size)) as *const u128).read() };
+        let mut k = 0;
+        while k < per_vector {
+            sum = sum.add(element::<T>(v, k));
+            k += 1;
+        }
+        r += 1;
+    }
+    sum
+}
+
+/// Rewrites this thread's elements in the warp's exchange area `xs` (its
+/// vectors from byte `mine`, swizzled) with their scan, starting from `acc`
+/// (the sum of everything before them): exclusive, or inclusive when
+/// `inclusive`.
+///
+/// # Safety
+/// As [`thread_sum`].
+#[inline(always)]
+unsafe fn rewrite_thread_vectors<T: Num>(xs: *mut u8, mine: usize, mut acc: T, inclusive: bool) {
+    let size = core::mem::size_of::<T>();
+    let per_vector = 16 / size;
+    let mut r = 0;
+    while r < thread_vectors(size) {
+        // SAFETY: this thread's own vectors (the caller's contract).
+        unsafe {
+            let slot = xs.add(swizzled(mine + 16 * r, size)) as *mut u128;
+            let v = slot.read();
+            let mut out = 0u128;
+            let mut k = 0;
+            while k < per_vector {
+                let x = element::<T>(v, k);
+                let next = acc.add(x);
+                out |= vector_bits(if inclusive { next } else { acc }, k);
+                acc = next;
+                k += 1;
+            }
+            slot.write(out);
+        }
+        r += 1;
     }
 }
 

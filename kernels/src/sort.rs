@@ -28,16 +28,16 @@
 //! the digits' next output positions for the next portion.
 //!
 //! Three rankings measured slower on an H200 (2^28 `u32` keys, 3 blocks per
-//! multiprocessor; this one ran at 34.2 to 34.4 Gkeys/s in two calls):
+//! multiprocessor, 2026-12-01; this one ran at 34.2 to 34.4 Gkeys/s in two runs):
 //! counting each warp's digits first (CUB's "early counts") so that each
 //! key could go to shared memory as soon as it is ranked, 30.8, although it
 //! spilled no registers; keeping two 16-bit ranks per register with the
-//! digits recomputed, 30.9 (same call as 34.2); and finding a digit's peers
+//! digits recomputed, 30.9 (same run as 34.2); and finding a digit's peers
 //! through a shared-memory mask word per digit (`red.shared.or`, a warp
 //! barrier, one load) instead of 8 ballots, 31.8 (more spills; a later
-//! call). The look-back's `nanosleep` made no difference (31.6 without, in
-//! that call). The hardware's `match.any.sync.b32` in place of the 8
-//! ballots: 23.2 against 34.2 in the same call.
+//! run). The look-back's `nanosleep` made no difference (31.6 without, in
+//! that run). The hardware's `match.any.sync.b32` in place of the 8
+//! ballots: 23.2 against 34.2 in the same run.
 //!
 //! Stability: inside a tile a key's rank orders equal digits by input
 //! position (warp-major, then item, then lane, which is the position order
@@ -54,8 +54,8 @@
 //! Plain keys (`mode` 0: unsigned, ascending) run kernels of their own
 //! (`rmm_radix_histogram_plain_*`, `rmm_radix_onesweep_plain_*`), built
 //! from the same bodies with `mode` fixed at 0, where a digit is a shift
-//! and a mask. In three alternating rounds on an H200 (2026-12-01, b09c3ed)
-//! they took `u32` 2^28 from 38.87 to 40.19 Gkeys/s and `u64` 2^28 from
+//! and a mask. Measured on an H200 on 2026-12-01 (commit 68b2a16, three
+//! alternating rounds) they took `u32` 2^28 from 38.87 to 40.19 Gkeys/s and `u64` 2^28 from
 //! 15.20 to 16.11 (the 64-bit one at 3 blocks per multiprocessor).
 //!
 //! Tiles: 256 threads × `ITEMS` keys: 24 for 32-bit keys alone, 16 for
@@ -242,6 +242,13 @@ pub(crate) struct SweepShared<K> {
     pub(crate) tile: *mut u32,
 }
 
+impl<K> Clone for SweepShared<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K> Copy for SweepShared<K> {}
+
 /// The look-back word of `tile` and `digit` in the state.
 #[inline(always)]
 fn status(state: *mut u32, tile: usize, digit: usize) -> *mut u32 {
@@ -294,7 +301,8 @@ pub unsafe fn look_back(state: *mut u32, tile: usize, d: usize) -> u32 {
 /// 0, so that a digit is a shift and a mask. Plain keys get kernels of their
 /// own rather than a branch on `mode` inside one kernel: the assembler
 /// budgets registers per kernel, and a second copy of the body in the same
-/// kernel made both copies spill (H200, 2026-12-01).
+/// kernel made both copies spill (measured on an H200, 2026-12-01, before
+/// commit b09c3ed).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool, const PLAIN: bool>(
@@ -316,12 +324,13 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool,
     let tid = thread_idx_x() as usize;
     let lane = lane_id();
     let warp = warp_id() as usize;
-    // SAFETY (whole body): global indices stay below `n` (loads and stores
-    // are guarded by `valid`; output positions are a permutation of [0, n)
-    // by construction of the bases and the counts); shared indices stay
-    // inside their regions (digits < RADIX, tile positions < tile_len);
-    // every shared-memory hand-off between threads is separated by
-    // `sync_threads` (or `sync_warp` within a warp), see the comments.
+    // SAFETY (whole body and the steps it calls): global indices stay below
+    // `n` (loads and stores are guarded by `valid`; output positions are a
+    // permutation of [0, n) by construction of the bases and the counts);
+    // shared indices stay inside their regions (digits < RADIX, tile
+    // positions < tile_len); every shared-memory hand-off between threads
+    // is separated by `sync_threads` (or `sync_warp` within a warp), see
+    // the comments.
     unsafe {
         // Column `tid` of every warp's counters.
         let mut w = 0;
@@ -338,112 +347,15 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool,
         let valid = (n - tile_start).min(tile_len);
         let mine = s.warp_counts.add(warp * RADIX);
         let lt = lanemask_lt();
-
-        let mut keys = [K::ZERO; ITEMS];
-        let mut vals = [0u32; ITEMS];
-        // Digit in bits 0..8, then (after ranking) the rank within the
-        // warp's run of that digit in bits 8.. (below 32 * ITEMS).
-        let mut digits = [0u32; ITEMS];
         let wbase = warp * 32 * ITEMS;
-        // All loads first (several in flight per thread), digits after.
         let first = tile_start + wbase + lane as usize;
-        if valid == tile_len {
-            unroll::<ITEMS>(
-                #[inline(always)]
-                |j| keys[j] = keys_in.add(first + j * 32).read(),
-            );
-            if PAIRS {
-                unroll::<ITEMS>(
-                    #[inline(always)]
-                    |j| vals[j] = vals_in.add(first + j * 32).read(),
-                );
-            }
-        } else {
-            unroll::<ITEMS>(
-                #[inline(always)]
-                |j| {
-                    if wbase + j * 32 + (lane as usize) < valid {
-                        keys[j] = keys_in.add(first + j * 32).read();
-                        if PAIRS {
-                            vals[j] = vals_in.add(first + j * 32).read();
-                        }
-                    }
-                },
-            );
-        }
-        unroll::<ITEMS>(
-            #[inline(always)]
-            |j| {
-                digits[j] = if wbase + j * 32 + (lane as usize) < valid {
-                    keys[j].digit(shift, mode)
-                } else {
-                    // Past the end: the largest digit, so these items rank
-                    // after every valid item and land at positions >= valid;
-                    // they are not counted in the published counts below.
-                    (RADIX - 1) as u32
-                };
-            },
-        );
-        unroll::<ITEMS>(
-            #[inline(always)]
-            |j| {
-                let d = digits[j];
-                let mut peers = u32::MAX;
-                unroll::<8>(
-                    #[inline(always)]
-                    |b| {
-                        let bit = (d >> b) & 1 != 0;
-                        let votes = ballot(bit);
-                        peers &= if bit { votes } else { !votes };
-                    },
-                );
-                let leader = peers.trailing_zeros();
-                let mut base = 0u32;
-                if lane == leader {
-                    // Only the leader of this digit's group touches the
-                    // counter in this round.
-                    let c = mine.add(d as usize);
-                    base = c.read();
-                    c.write(base + peers.count_ones());
-                }
-                base = shfl_idx(base, leader);
-                digits[j] = d | ((base + (peers & lt).count_ones()) << 8);
-                // The next round's leader may be another lane.
-                sync_warp();
-            },
-        );
+        let (keys, vals) = load_tile::<K, ITEMS, PAIRS>(keys_in, vals_in, first, wbase, lane, valid);
+        let digits = rank_in_warp::<K, ITEMS>(&keys, valid, wbase, lane, lt, shift, mode, mine);
         sync_threads();
 
-        // Thread `tid` owns digit `tid`: per-warp exclusive offsets and the
-        // tile's count of the digit (all items, padding included).
+        // Thread `tid` owns digit `tid`.
         let d = tid;
-        let mut total = 0u32;
-        w = 0;
-        while w < WARPS {
-            let c = s.warp_counts.add(w * RADIX + d);
-            let v = c.read();
-            c.write(total);
-            total += v;
-            w += 1;
-        }
-        // The padding items (digit RADIX - 1, `tile_len - valid` of them)
-        // move inside the tile but are not keys of the portion.
-        let count = if d == RADIX - 1 {
-            total - (tile_len - valid) as u32
-        } else {
-            total
-        };
-        // Publish early, so that later tiles' look-backs find it soon.
-        let flag = if tile == 0 { FLAG_GLOBAL } else { FLAG_PARTIAL };
-        store_relaxed_u32(status(state, tile, d), flag | count);
-
-        let (dstart, _) = block_exclusive_scan::<u32, WARPS>(total, s.warp_totals);
-        w = 0;
-        while w < WARPS {
-            let c = s.warp_counts.add(w * RADIX + d);
-            c.write(c.read() + dstart);
-            w += 1;
-        }
+        let (count, dstart) = count_digit::<K, ITEMS>(s, state, tile, d, valid);
         sync_threads();
 
         // Scatter into shared memory in digit order.
@@ -475,6 +387,7 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool,
         s.global.add(d).write(base.wrapping_sub(dstart));
         sync_threads();
 
+        // Consecutive threads store consecutive positions of each digit's run.
         let mut k = 0;
         while k < ITEMS {
             let i = k * BLOCK + tid;
@@ -489,6 +402,180 @@ pub(crate) unsafe fn onesweep<K: SortKey, const ITEMS: usize, const PAIRS: bool,
             }
             k += 1;
         }
+    }
+}
+
+/// The onesweep's loads: this thread's `ITEMS` keys (and for pairs values)
+/// of a tile of which `valid` are inputs. Item `j` of lane `lane` of the
+/// warp whose items start at tile position `wbase` is tile position
+/// `wbase + j * 32 + lane`, input `first + j * 32`; items past `valid` stay
+/// zero. All loads come first (several in flight per thread).
+///
+/// # Safety
+/// As [`onesweep`]: `first - wbase - lane` is the tile's first input and
+/// `valid` inputs follow it.
+#[inline(always)]
+unsafe fn load_tile<K: SortKey, const ITEMS: usize, const PAIRS: bool>(
+    keys_in: *const K,
+    vals_in: *const u32,
+    first: usize,
+    wbase: usize,
+    lane: u32,
+    valid: usize,
+) -> ([K; ITEMS], [u32; ITEMS]) {
+    let mut keys = [K::ZERO; ITEMS];
+    let mut vals = [0u32; ITEMS];
+    // SAFETY: every position read is an input of the tile (the caller's contract).
+    unsafe {
+        if valid == BLOCK * ITEMS {
+            unroll::<ITEMS>(
+                #[inline(always)]
+                |j| keys[j] = keys_in.add(first + j * 32).read(),
+            );
+            if PAIRS {
+                unroll::<ITEMS>(
+                    #[inline(always)]
+                    |j| vals[j] = vals_in.add(first + j * 32).read(),
+                );
+            }
+        } else {
+            unroll::<ITEMS>(
+                #[inline(always)]
+                |j| {
+                    if wbase + j * 32 + (lane as usize) < valid {
+                        keys[j] = keys_in.add(first + j * 32).read();
+                        if PAIRS {
+                            vals[j] = vals_in.add(first + j * 32).read();
+                        }
+                    }
+                },
+            );
+        }
+    }
+    (keys, vals)
+}
+
+/// The onesweep's ranking inside a warp: for each of this thread's items,
+/// its digit in bits 0..8 and its rank within the warp's run of that digit
+/// in bits 8.. (below `32 * ITEMS`), counted in the warp's counters `mine`
+/// (8 ballots find the lanes that share a digit; the lowest of them bumps
+/// the counter). `wbase` is the warp's first tile position, `lane` the
+/// thread's lane and `lt` the mask of the lanes below it.
+///
+/// # Safety
+/// As [`onesweep`]: `mine` is this warp's `RADIX` counters in shared
+/// memory, used by this warp only until the next `sync_threads`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rank_in_warp<K: SortKey, const ITEMS: usize>(
+    keys: &[K; ITEMS],
+    valid: usize,
+    wbase: usize,
+    lane: u32,
+    lt: u32,
+    shift: u32,
+    mode: u32,
+    mine: *mut u32,
+) -> [u32; ITEMS] {
+    let mut digits = [0u32; ITEMS];
+    unroll::<ITEMS>(
+        #[inline(always)]
+        |j| {
+            digits[j] = if wbase + j * 32 + (lane as usize) < valid {
+                keys[j].digit(shift, mode)
+            } else {
+                // Past the end: the largest digit, so these items rank
+                // after every valid item and land at positions >= valid;
+                // they are not counted in the published counts below.
+                (RADIX - 1) as u32
+            };
+        },
+    );
+    unroll::<ITEMS>(
+        #[inline(always)]
+        |j| {
+            let d = digits[j];
+            let mut peers = u32::MAX;
+            unroll::<8>(
+                #[inline(always)]
+                |b| {
+                    let bit = (d >> b) & 1 != 0;
+                    let votes = ballot(bit);
+                    peers &= if bit { votes } else { !votes };
+                },
+            );
+            let leader = peers.trailing_zeros();
+            let mut base = 0u32;
+            if lane == leader {
+                // Only the leader of this digit's group touches the
+                // counter in this round.
+                // SAFETY: `d < RADIX`, inside the warp's counters (the caller's contract).
+                let c = unsafe { mine.add(d as usize) };
+                // SAFETY: as above; only this lane touches it in this round.
+                unsafe {
+                    base = c.read();
+                    c.write(base + peers.count_ones());
+                }
+            }
+            base = shfl_idx(base, leader);
+            digits[j] = d | ((base + (peers & lt).count_ones()) << 8);
+            // The next round's leader may be another lane.
+            sync_warp();
+        },
+    );
+    digits
+}
+
+/// The onesweep's counts of digit `d` (the thread's own): turns every
+/// warp's counter of `d` into the warp's exclusive offset within the tile,
+/// publishes the tile's count of `d` (inputs only) for the look-back, and
+/// returns it with `dstart`, the tile position of the digit's first key.
+///
+/// # Safety
+/// As [`onesweep`]: called by every thread of the block, after the ranking
+/// and a `sync_threads`.
+#[inline(always)]
+unsafe fn count_digit<K, const ITEMS: usize>(
+    s: SweepShared<K>,
+    state: *mut u32,
+    tile: usize,
+    d: usize,
+    valid: usize,
+) -> (u32, u32) {
+    let tile_len = BLOCK * ITEMS;
+    // SAFETY: `d < RADIX` and `w < WARPS` stay inside the counters; the
+    // block scan is reached by every thread (the caller's contract).
+    unsafe {
+        // Per-warp exclusive offsets and the tile's count of the digit (all
+        // items, padding included).
+        let mut total = 0u32;
+        let mut w = 0;
+        while w < WARPS {
+            let c = s.warp_counts.add(w * RADIX + d);
+            let v = c.read();
+            c.write(total);
+            total += v;
+            w += 1;
+        }
+        // The padding items (digit RADIX - 1, `tile_len - valid` of them)
+        // move inside the tile but are not keys of the portion.
+        let count = if d == RADIX - 1 {
+            total - (tile_len - valid) as u32
+        } else {
+            total
+        };
+        // Publish early, so that later tiles' look-backs find it soon.
+        let flag = if tile == 0 { FLAG_GLOBAL } else { FLAG_PARTIAL };
+        store_relaxed_u32(status(state, tile, d), flag | count);
+
+        let (dstart, _) = block_exclusive_scan::<u32, WARPS>(total, s.warp_totals);
+        w = 0;
+        while w < WARPS {
+            let c = s.warp_counts.add(w * RADIX + d);
+            c.write(c.read() + dstart);
+            w += 1;
+        }
+        (count, dstart)
     }
 }
 

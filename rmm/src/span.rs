@@ -61,13 +61,46 @@ pub struct DeviceSpanMut<'a, T> {
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
+/// The address and length of the elements in `range` of a span of `len`
+/// `T`s at `ptr`.
+fn sub_range<T>(ptr: DevicePtr, len: usize, range: &Range<usize>) -> Result<(DevicePtr, usize)> {
     if range.start > range.end || range.end > len {
         return Err(Error::OutOfRange(format!(
             "range {range:?} of a span of {len} elements"
         )));
     }
-    Ok(())
+    Ok((
+        ptr.offset(range.start * std::mem::size_of::<T>()),
+        range.end - range.start,
+    ))
+}
+
+/// The accessors both span types share (`info`, `ptr`, `len`, `is_empty`,
+/// `size_bytes`), written once; used inside `impl<'a, T>` blocks of a
+/// struct with fields `ptr`, `len` and `info`.
+macro_rules! span_accessors {
+    () => {
+        /// The owner's stream and whether the memory is simulated.
+        pub fn info(&self) -> SpanInfo<'a> {
+            self.info
+        }
+        /// Address of the first element.
+        pub fn ptr(&self) -> DevicePtr {
+            self.ptr
+        }
+        /// Number of elements.
+        pub fn len(&self) -> usize {
+            self.len
+        }
+        /// True when there are no elements.
+        pub fn is_empty(&self) -> bool {
+            self.len == 0
+        }
+        /// Size in bytes.
+        pub fn size_bytes(&self) -> usize {
+            self.len * std::mem::size_of::<T>()
+        }
+    };
 }
 
 impl<'a, T> DeviceSpan<'a, T> {
@@ -100,35 +133,16 @@ impl<'a, T> DeviceSpan<'a, T> {
         }
     }
 
-    /// The owner's stream and whether the memory is simulated.
-    pub fn info(&self) -> SpanInfo<'a> {
-        self.info
-    }
-    /// Address of the first element.
-    pub fn ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// True when there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
+    span_accessors!();
     /// The elements in `range`.
     ///
     /// # Errors
     /// [`Error::OutOfRange`] when `range` does not lie inside the span.
     pub fn subspan(&self, range: Range<usize>) -> Result<DeviceSpan<'a, T>> {
-        check_range(&range, self.len)?;
+        let (ptr, len) = sub_range::<T>(self.ptr, self.len, &range)?;
         Ok(DeviceSpan {
-            ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
-            len: range.end - range.start,
+            ptr,
+            len,
             info: self.info,
             _borrow: PhantomData,
         })
@@ -161,26 +175,7 @@ impl<'a, T> DeviceSpanMut<'a, T> {
         }
     }
 
-    /// The owner's stream and whether the memory is simulated.
-    pub fn info(&self) -> SpanInfo<'a> {
-        self.info
-    }
-    /// Address of the first element.
-    pub fn ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// True when there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
+    span_accessors!();
     /// A read-only view of the same elements.
     pub fn as_span(&self) -> DeviceSpan<'_, T> {
         DeviceSpan {
@@ -204,10 +199,10 @@ impl<'a, T> DeviceSpanMut<'a, T> {
     /// # Errors
     /// [`Error::OutOfRange`] when `range` does not lie inside the span.
     pub fn subspan_mut(&mut self, range: Range<usize>) -> Result<DeviceSpanMut<'_, T>> {
-        check_range(&range, self.len)?;
+        let (ptr, len) = sub_range::<T>(self.ptr, self.len, &range)?;
         Ok(DeviceSpanMut {
-            ptr: self.ptr.offset(range.start * std::mem::size_of::<T>()),
-            len: range.end - range.start,
+            ptr,
+            len,
             info: self.info,
             _borrow: PhantomData,
         })

@@ -587,6 +587,110 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             ),
         }
     }
+    /// The rounded size of a free of `bytes` at `ptr`, or `None` (logged)
+    /// when the block does not lie inside the arena.
+    fn size_in_arena(&self, ptr: DevicePtr, bytes: usize) -> Option<usize> {
+        let base = self.inner.base.addr();
+        let end = base + self.inner.size as u64;
+        match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
+            Some(s) if ptr.addr() >= base && ptr.addr().checked_add(s as u64).is_some_and(|e| e <= end) => {
+                Some(s)
+            }
+            _ => {
+                log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) outside the arena; ignored");
+                None
+            }
+        }
+    }
+
+    /// Frees a block of `size` bytes at `ptr` in the freeing stream's own
+    /// arena, whose `book` the caller holds (`b`, released here, before any
+    /// other lock). True when that arena does not own the block, so that it
+    /// goes to [`Self::free_in_other_arena`].
+    fn free_in_own_arena(
+        &self,
+        mut b: MutexGuard<'_, ArenaBooks>,
+        ptr: DevicePtr,
+        bytes: usize,
+        size: usize,
+    ) -> bool {
+        let addr = ptr.addr();
+        if size > LARGE {
+            // Kept for this stream (reuse in its order needs no sync); other
+            // streams get it after a defragmentation.
+            if !b.put_large(addr, size) {
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
+            }
+            return false;
+        }
+        // Checked, the block is live (its record was just removed);
+        // unchecked, the caller vouches for it. Either way the book may
+        // stash it for the next allocation of its size.
+        let outcome = b.free_live(addr, size);
+        drop(b);
+        match outcome {
+            Freed::Kept => {}
+            Freed::Release(s, n) => {
+                let mut g = lock(&self.inner.global);
+                g.disown(s);
+                g.free(s, n);
+            }
+            Freed::Overlap => {
+                log::error!(
+                    "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                );
+            }
+            Freed::StashedOverlap(a, n) => {
+                log::error!(
+                    "ArenaMemoryResource: {a:#x} ({n} bytes), freed earlier on this stream, overlaps free memory (double free?); dropped"
+                );
+            }
+            Freed::NotOwned => return true,
+        }
+        false
+    }
+
+    /// The cross-arena free: a block of `size` bytes at `ptr` that the
+    /// freeing stream's arena does not own belongs to another arena or to
+    /// the global arena. The freeing stream is synchronised first (the
+    /// owner may hand the block out on its own stream at once), then
+    /// `global` is taken and, under it, the owning arena's `book` (lock
+    /// order: global, then an arena); no lock is held on entry.
+    fn free_in_other_arena(&self, ptr: DevicePtr, bytes: usize, size: usize, stream: CudaStreamView) {
+        let addr = ptr.addr();
+        self.sync_stream(stream);
+        let mut g = lock(&self.inner.global);
+        match g.owner_of(addr) {
+            Some(id) => {
+                let Some(owner) = self.all_arenas().get(id).cloned() else {
+                    log::error!("ArenaMemoryResource: arena {id} of {ptr} is unknown; block leaked");
+                    return;
+                };
+                let outcome = lock(&owner.book).free(addr, size);
+                match outcome {
+                    Freed::Kept => {}
+                    Freed::Release(s, n) => {
+                        g.disown(s);
+                        g.free(s, n);
+                    }
+                    Freed::Overlap | Freed::StashedOverlap(..) | Freed::NotOwned => {
+                        log::error!(
+                            "ArenaMemoryResource: free of {ptr} ({bytes} bytes) does not match its arena; ignored"
+                        );
+                    }
+                }
+            }
+            None => {
+                if !g.free(addr, size) {
+                    log::error!(
+                        "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
+                    );
+                }
+            }
+        }
+    }
 }
 
 impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
@@ -643,92 +747,16 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
                     }
                 }
             }
-            let base = self.inner.base.addr();
-            let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
-                Some(s)
-                    if ptr.addr() >= base
-                        && ptr
-                            .addr()
-                            .checked_add(s as u64)
-                            .is_some_and(|e| e <= base + self.inner.size as u64) =>
-                {
-                    s
-                }
-                _ => {
-                    log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) outside the arena; ignored");
-                    return;
-                }
-            };
-            let addr = ptr.addr();
-            if self.inner.heap.is_some() {
-                nvtx::unregister_region(addr);
-            }
-            let mut b = held.unwrap_or_else(|| lock(&arena.book));
-            if size > LARGE {
-                // Kept for this stream (reuse in its order needs no sync); other
-                // streams get it after a defragmentation.
-                if !b.put_large(addr, size) {
-                    log::error!(
-                        "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
-                    );
-                }
+            let Some(size) = self.size_in_arena(ptr, bytes) else {
                 return;
+            };
+            if self.inner.heap.is_some() {
+                nvtx::unregister_region(ptr.addr());
             }
-            // Checked, the block is live (its record was just removed);
-            // unchecked, the caller vouches for it. Either way the book may
-            // stash it for the next allocation of its size.
-            let outcome = b.free_live(addr, size);
-            drop(b);
-            match outcome {
-                Freed::Kept => return,
-                Freed::Release(s, n) => {
-                    let mut g = lock(&self.inner.global);
-                    g.disown(s);
-                    g.free(s, n);
-                    return;
-                }
-                Freed::Overlap => {
-                    log::error!(
-                        "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
-                    );
-                    return;
-                }
-                Freed::StashedOverlap(a, n) => {
-                    log::error!(
-                        "ArenaMemoryResource: {a:#x} ({n} bytes), freed earlier on this stream, overlaps free memory (double free?); dropped"
-                    );
-                    return;
-                }
-                Freed::NotOwned => {}
-            }
-            // Another arena's block, or one the global arena owns.
-            self.sync_stream(stream);
-            let mut g = lock(&self.inner.global);
-            match g.owner_of(addr) {
-                Some(id) => {
-                    let Some(owner) = self.all_arenas().get(id).cloned() else {
-                        log::error!("ArenaMemoryResource: arena {id} of {ptr} is unknown; block leaked");
-                        return;
-                    };
-                    let outcome = lock(&owner.book).free(addr, size);
-                    match outcome {
-                        Freed::Kept => {}
-                        Freed::Release(s, n) => {
-                            g.disown(s);
-                            g.free(s, n);
-                        }
-                        Freed::Overlap | Freed::StashedOverlap(..) | Freed::NotOwned => {
-                            log::error!("ArenaMemoryResource: free of {ptr} ({bytes} bytes) does not match its arena; ignored");
-                        }
-                    }
-                }
-                None => {
-                    if !g.free(addr, size) {
-                        log::error!(
-                            "ArenaMemoryResource: free of {ptr} ({bytes} bytes) overlaps free memory; ignored"
-                        );
-                    }
-                }
+            let b = held.unwrap_or_else(|| lock(&arena.book));
+            if self.free_in_own_arena(b, ptr, bytes, size) {
+                // Another arena's block, or one the global arena owns.
+                self.free_in_other_arena(ptr, bytes, size, stream);
             }
         })
     }

@@ -41,8 +41,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rmm::mr::{LoggingAdaptor, MemoryResource, SharedResource};
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 use rmm_replay::by_name::{self, ByNameOptions};
-use rmm_tools::report::charts::{alloc_chart_svg, alloc_points};
-use rmm_tools::report::csv::{read_memlog_file, AllocRow};
+use rmm_tools::report::charts::alloc_chart_svg;
+use rmm_tools::report::csv::{alloc_header, read_memlog_file, AllocRow};
+use rmm_tools::report::points::alloc_points;
 use rmm_tools::report::timeline::{render_svg, Timeline, TimelineOptions};
 use rmm_tools::report::{human_bytes, write_text, ReportError};
 
@@ -72,8 +73,6 @@ const PHASE_PARAMS: [&str; 4] = [
     "256B-64MiB random",
     "3 phases",
 ];
-/// Header of `results.csv`.
-const CSV_HEADER: &str = "impl,resource,workload,params,seconds,ns_per_op,failed";
 
 /// The allocator demo: one mixed workload (scratch bursts, large held
 /// buffers, random churn) over several memory resources, timed, with a
@@ -645,7 +644,7 @@ fn csv_rows(rows: &[Measured], impl_name: &str) -> Vec<AllocRow> {
 
 /// Writes `results.csv` and `ns_per_op.svg`; returns the paths written.
 fn write_results(out: &Path, rows: &[AllocRow]) -> Result<Vec<PathBuf>, ReportError> {
-    let mut csv = format!("{CSV_HEADER}\n");
+    let mut csv = format!("{}\n", alloc_header());
     for r in rows {
         csv.push_str(&format!(
             "{},{},{},{},{:.6},{:.1},{}\n",

@@ -30,7 +30,9 @@ use rmm_replay::memlog::{self, split_csv_line, MemoryLog};
 
 use super::{read_text, ReportError};
 
-/// The allocator benchmark's columns, in the order of WORKLOADS.md.
+/// The allocator benchmark's columns, in the order of WORKLOADS.md: the one
+/// home of its header, which the benchmarks and `rmm-demo` print through
+/// [`alloc_header`] and the parser requires.
 pub const ALLOC_COLUMNS: [&str; 7] = [
     "impl",
     "resource",
@@ -40,8 +42,22 @@ pub const ALLOC_COLUMNS: [&str; 7] = [
     "ns_per_op",
     "failed",
 ];
-/// The kernel benchmark's columns, in the order of KERNELS.md.
+/// The kernel benchmark's columns, in the order of KERNELS.md (printed
+/// through [`kernel_header`]).
 pub const KERNEL_COLUMNS: [&str; 6] = ["impl", "kernel", "params", "seconds", "throughput", "unit"];
+
+/// The allocator benchmark's header line (without line end):
+/// `impl,resource,workload,params,seconds,ns_per_op,failed`.
+pub fn alloc_header() -> String {
+    ALLOC_COLUMNS.join(",")
+}
+
+/// The kernel benchmark's header line (without line end):
+/// `impl,kernel,params,seconds,throughput,unit`.
+pub fn kernel_header() -> String {
+    KERNEL_COLUMNS.join(",")
+}
+
 /// Rows parsed from one text, with the number of non-blank lines skipped as noise.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed<T> {

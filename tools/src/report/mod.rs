@@ -5,8 +5,11 @@
 //! | Module | What |
 //! |---|---|
 //! | [`csv`] | tolerant parsers for the allocator and kernel benchmark CSVs; the memory-event log through `rmm_replay::memlog`, the one log parser |
-//! | [`charts`] | SVG charts (ns/op, ratio to RMM, kernel throughput) and a markdown summary of the ratios |
+//! | [`points`] | benchmark rows merged into points, the ratios to the anchors, and the display orders |
+//! | [`charts`] | which charts are drawn from which rows (ns/op, ratio to RMM, thread scaling, kernel throughput), written with the summary |
+//! | [`style`] | the charts' look: hues, log axes, value formats, the grouped bar chart and its legend |
 //! | [`scaling`] | the thread-scaling chart (ns/op against host threads, project and RMM) |
+//! | [`summary`] | the markdown summary of the ratios |
 //! | [`timeline`] | replays a memory-event log: bytes in use, live intervals, statistics, and an SVG of the address space |
 //!
 //! Everything here runs on the CPU and reads only files; nothing touches a GPU.
@@ -16,7 +19,10 @@
 
 pub mod charts;
 pub mod csv;
+pub mod points;
 pub mod scaling;
+pub mod style;
+pub mod summary;
 pub mod timeline;
 
 use std::fmt;

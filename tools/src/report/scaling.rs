@@ -12,9 +12,8 @@ use std::collections::BTreeMap;
 
 use plotters::prelude::*;
 
-use super::charts::{
-    chart_err, impl_order, log_bounds, resource_hue, resource_rank, shade, AllocPoint, RMM_IMPL,
-};
+use super::points::{impl_order, resource_rank, AllocPoint, RMM_IMPL};
+use super::style::{chart_err, log_bounds, resource_hue, shade};
 use super::ReportError;
 
 /// One line of the chart: (threads, ns per op) in ascending thread order.

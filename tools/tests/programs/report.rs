@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rmm_replay::Action;
-use rmm_tools::report::charts::{
-    alloc_points, alloc_ratios, kernel_ratios, write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY,
-};
+use rmm_tools::report::charts::{write_charts, ALLOC_CHART, KERNEL_CHART, RATIO_CHART, SUMMARY};
 use rmm_tools::report::csv::{parse_alloc_csv, parse_kernel_csv, parse_memlog};
+use rmm_tools::report::points::{alloc_points, alloc_ratios, kernel_ratios};
 use rmm_tools::report::timeline::{render_svg, AddressMap, ColorBy, Timeline, TimelineOptions, XAxis};
 use rmm_tools::report::ReportError;
 

@@ -179,11 +179,5 @@ impl<U: MemoryResource> MemoryResource for AlignedAdaptor<U> {
         };
     }
 
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!();
 }

@@ -110,6 +110,28 @@ fn counted(bytes: usize) -> Option<usize> {
     align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
 }
 
+impl<U: MemoryResource> LimitingAdaptor<U> {
+    /// What the adaptor adds to a free: (checked) the live record's check,
+    /// then, after `free` passed it upstream, the bytes counted down.
+    fn counted_free(&self, ptr: DevicePtr, bytes: usize, _stream: CudaStreamView, free: impl FnOnce()) {
+        if let (Some(live), false) = (&self.inner.live, ptr.is_null()) {
+            if !live.remove("LimitingAdaptor", ptr.addr(), bytes) {
+                return;
+            }
+        }
+        free();
+        let size = counted(bytes).unwrap_or(0);
+        let result = self
+            .inner
+            .allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_sub(size));
+        if result.is_err() {
+            log::error!("LimitingAdaptor: free of {ptr} ({bytes} bytes) exceeds the bytes allocated");
+            self.inner.allocated.store(0, Ordering::Release);
+        }
+    }
+}
+
 impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         let limit = self.inner.limit;
@@ -149,30 +171,5 @@ impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
         }
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if let (Some(live), false) = (&self.inner.live, ptr.is_null()) {
-            if !live.remove("LimitingAdaptor", ptr.addr(), bytes) {
-                return;
-            }
-        }
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
-        let size = counted(bytes).unwrap_or(0);
-        let result = self
-            .inner
-            .allocated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| cur.checked_sub(size));
-        if result.is_err() {
-            log::error!("LimitingAdaptor: free of {ptr} ({bytes} bytes) exceeds the bytes allocated");
-            self.inner.allocated.store(0, Ordering::Release);
-        }
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!(deallocate around counted_free);
 }

@@ -232,6 +232,15 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
     }
 }
 
+impl<U: MemoryResource> LoggingAdaptor<U> {
+    /// What the adaptor adds to a free: its log line, written before `free`
+    /// passes it upstream.
+    fn logged_free(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView, free: impl FnOnce()) {
+        self.log("free", Some(ptr), bytes, stream);
+        free();
+    }
+}
+
 impl<U: MemoryResource> MemoryResource for LoggingAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         match self.inner.upstream.allocate(bytes, alignment, stream) {
@@ -246,17 +255,5 @@ impl<U: MemoryResource> MemoryResource for LoggingAdaptor<U> {
         }
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        self.log("free", Some(ptr), bytes, stream);
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) }
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!(deallocate around logged_free);
 }

@@ -32,10 +32,26 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
-/// The `MemoryResource` methods every adaptor forwards to its upstream:
-/// accessibility, device, simulation status and free-block stats.
-macro_rules! forward_upstream_properties {
+/// The `MemoryResource` methods an adaptor forwards to its upstream
+/// unchanged, written once for all of them. Every adaptor keeps its shared
+/// state in an `Arc` field `inner` with its upstream in `inner.upstream`.
+///
+/// - `forward_to_upstream!()`: `is_equal` (clones share `inner` and compare
+///   equal), accessibility, device, simulation status and free-block stats.
+/// - `forward_to_upstream!(deallocate)`: those, and `deallocate`, which
+///   passes every free upstream as it is.
+/// - `forward_to_upstream!(deallocate around NAME)`: those, and
+///   `deallocate`, which calls the adaptor's own
+///   `fn NAME(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView, free: impl FnOnce())`:
+///   that method states what the adaptor adds around a free, and calls
+///   `free` to pass the free upstream as it is (or does not, to stop it).
+macro_rules! forward_to_upstream {
     () => {
+        fn is_equal(&self, other: &dyn $crate::mr::MemoryResource) -> bool {
+            other
+                .downcast_ref::<Self>()
+                .is_some_and(|o| std::sync::Arc::ptr_eq(&o.inner, &self.inner))
+        }
         fn is_device_accessible(&self) -> bool {
             self.upstream().is_device_accessible()
         }
@@ -51,6 +67,35 @@ macro_rules! forward_upstream_properties {
         fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
             self.upstream().free_block_stats()
         }
+    };
+    (deallocate) => {
+        forward_to_upstream!(@deallocate self, ptr, bytes, alignment, stream, free => free());
+    };
+    (deallocate around $around:ident) => {
+        forward_to_upstream!(
+            @deallocate self, ptr, bytes, alignment, stream, free => self.$around(ptr, bytes, stream, free)
+        );
+    };
+    // The one `deallocate`: `$free` passes the free upstream as it is, `$call` uses it.
+    (@deallocate $s:ident, $p:ident, $b:ident, $a:ident, $st:ident, $free:ident => $call:expr) => {
+        unsafe fn deallocate(
+            &$s,
+            $p: $crate::ptr::DevicePtr,
+            $b: usize,
+            $a: usize,
+            $st: $crate::stream::CudaStreamView,
+        ) {
+            let $free = || {
+                // SAFETY: forwarded contract: `ptr` came from this adaptor,
+                // hence from the upstream. The closure borrows this call's
+                // arguments and runs at most once, inside this call:
+                // `$call` calls it once, or hands it to the adaptor's
+                // method, which takes it as `impl FnOnce()`.
+                unsafe { $s.inner.upstream.deallocate($p, $b, $a, $st) }
+            };
+            $call
+        }
+        forward_to_upstream!();
     };
 }
 

@@ -103,16 +103,5 @@ impl<U: MemoryResource> MemoryResource for PrefetchAdaptor<U> {
         Ok(p)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) }
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!(deallocate);
 }

@@ -211,6 +211,33 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
     }
 }
 
+impl<U: MemoryResource> StatisticsAdaptor<U> {
+    /// What the adaptor adds to a free: (checked) the live record's check,
+    /// and the counters counted down, under the lock; then `free` passes it
+    /// upstream without the lock. A null pointer is not passed on.
+    fn counted_free(&self, ptr: DevicePtr, bytes: usize, _stream: CudaStreamView, free: impl FnOnce()) {
+        if ptr.is_null() {
+            return;
+        }
+        {
+            let mut books = self.write();
+            if let Some(live) = &mut books.live {
+                if let Err(bad) = live.remove(ptr.addr(), bytes) {
+                    drop(books);
+                    self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                    log_bad_free("StatisticsAdaptor", ptr.addr(), bytes, bad);
+                    return;
+                }
+            }
+            if let Some(top) = books.levels.last_mut() {
+                top.bytes.sub(as_count(bytes));
+                top.allocations.sub(1);
+            }
+        }
+        free();
+    }
+}
+
 impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
@@ -230,38 +257,7 @@ impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
         Ok(p)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() {
-            return;
-        }
-        // Check and count under the lock, then free upstream without it.
-        {
-            let mut books = self.write();
-            if let Some(live) = &mut books.live {
-                if let Err(bad) = live.remove(ptr.addr(), bytes) {
-                    drop(books);
-                    self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-                    log_bad_free("StatisticsAdaptor", ptr.addr(), bytes, bad);
-                    return;
-                }
-            }
-            if let Some(top) = books.levels.last_mut() {
-                top.bytes.sub(as_count(bytes));
-                top.allocations.sub(1);
-            }
-        }
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from
-        // the upstream (checked above unless frees are unchecked).
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) };
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!(deallocate around counted_free);
 }
 
 /// A byte count as a counter value, saturating at `i64::MAX`.

@@ -60,23 +60,19 @@ impl<U: MemoryResource> ThreadSafeAdaptor<U> {
     }
 }
 
+impl<U: MemoryResource> ThreadSafeAdaptor<U> {
+    /// What the adaptor adds to a free: `free` runs under the mutex.
+    fn serialised_free(&self, _ptr: DevicePtr, _bytes: usize, _stream: CudaStreamView, free: impl FnOnce()) {
+        let _guard = lock(&self.inner.mutex);
+        free();
+    }
+}
+
 impl<U: MemoryResource> MemoryResource for ThreadSafeAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         let _guard = lock(&self.inner.mutex);
         self.inner.upstream.allocate(bytes, alignment, stream)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        let _guard = lock(&self.inner.mutex);
-        // SAFETY: forwarded contract: `ptr` came from this adaptor, hence from the upstream.
-        unsafe { self.inner.upstream.deallocate(ptr, bytes, alignment, stream) }
-    }
-
-    fn is_equal(&self, other: &dyn MemoryResource) -> bool {
-        other
-            .downcast_ref::<Self>()
-            .is_some_and(|o| Arc::ptr_eq(&o.inner, &self.inner))
-    }
-
-    forward_upstream_properties!();
+    forward_to_upstream!(deallocate around serialised_free);
 }
