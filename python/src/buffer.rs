@@ -1,42 +1,22 @@
 //! `rmm_rs.DeviceBuffer`: untyped device memory from a resource, with host
 //! copies, `__cuda_array_interface__` (version 3) and pickling.
 //!
-//! The raw-memory code of the package lives here: copies between a buffer
-//! and host or device addresses given by Python objects, and the one call
-//! of `MemoryResource::deallocate` for raw `allocate()` pointers.
+//! The package's raw copies live here: between a buffer and host or device
+//! addresses given by Python objects, and RMM's module functions that copy
+//! between raw pointers (`copy_ptr_to_host` and friends).
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyTuple};
 
 use rmm::device::DeviceId;
-use rmm::mr::{MemoryResource, SharedResource};
+use rmm::mr::MemoryResource;
 use rmm::{CudaStreamView, DevicePtr};
 
-use crate::errors::{IntoPy, RMMError};
+use crate::errors::{self, IntoPy, RMMError};
 use crate::resources::resource_arg;
 use crate::sizes::size_arg;
 use crate::stream::{stream_arg, PyStream};
-
-/// Frees a raw pointer handed out by a Python resource's `allocate()`.
-///
-/// The caller (`DeviceMemoryResource.deallocate`) has checked against its
-/// record of live pointers that `ptr` came from `mr.allocate(bytes,
-/// alignment, _)` and removed it from that record, so it is freed once.
-#[allow(unsafe_code)]
-pub(crate) fn free_raw(
-    mr: &SharedResource,
-    ptr: DevicePtr,
-    bytes: usize,
-    alignment: usize,
-    stream: CudaStreamView,
-) {
-    // SAFETY: see above: a live pointer of this resource, with the size and
-    // alignment it was allocated with, freed exactly once. Work the caller
-    // still has on the memory is the caller's to order before `stream`, as
-    // RMM's Python API requires.
-    unsafe { mr.deallocate(ptr, bytes, alignment, stream) }
-}
 
 /// Untyped, uninitialized device memory (`rmm.DeviceBuffer`).
 #[pyclass(module = "rmm_rs", name = "DeviceBuffer")]
@@ -265,11 +245,12 @@ impl PyDeviceBuffer {
             _ => (rmm::mr::current_device_resource(), None),
         };
         let view = stream.get().view();
+        errors::clear_callback_error();
         // Without the GIL: a pool may wait for its lock, a callback resource
         // takes the GIL back itself.
         let buf = py
             .detach(|| rmm::DeviceBuffer::with_resource(size, view, shared))
-            .py_err()?;
+            .map_err(errors::alloc_to_py)?;
         Ok(PyDeviceBuffer {
             buf,
             stream,
@@ -446,8 +427,42 @@ impl PyDeviceBuffer {
         self.buf.size()
     }
 
+    /// The size in bytes, as RMM reports it (not the capacity).
     fn __sizeof__(&self) -> usize {
-        self.buf.capacity()
+        self.buf.size()
+    }
+
+    /// The contents as `bytes` (`tobytes()` on the default stream).
+    fn __bytes__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = self.read_host(py, self.stream.get())?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// A deep copy: a new buffer of the same size from the same resource,
+    /// on the same stream, holding the same bytes (a simulated buffer's
+    /// copy is a simulated buffer of the same size).
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        let stream = self.stream.clone_ref(py);
+        let (buf, view) = (&self.buf, stream.get().view());
+        let resource = buf.resource().clone();
+        errors::clear_callback_error();
+        let copy = py
+            .detach(|| buf.try_clone_on(view, resource))
+            .map_err(errors::alloc_to_py)?;
+        if !copy.resource().is_simulated() {
+            // As `DeviceBuffer(ptr=, size=)`: the copy is done when this returns.
+            py.detach(|| view.synchronize()).py_err()?;
+        }
+        Ok(PyDeviceBuffer {
+            buf: copy,
+            stream,
+            mr: self.mr.as_ref().map(|m| m.clone_ref(py)),
+        })
+    }
+
+    /// Same as `copy()`.
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+        self.copy(py)
     }
 
     fn __repr__(&self) -> String {
@@ -676,7 +691,144 @@ impl PyDeviceBuffer {
     }
 }
 
+/// Copies `n` bytes from `src` to `dst` on `stream` with the current
+/// device's context, and waits for the copy.
+///
+/// # Safety
+/// `[src, src + n)` is readable and `[dst, dst + n)` writable memory
+/// (device, managed, pinned or pageable host) of the current device's
+/// context until the call returns.
+#[allow(unsafe_code)]
+unsafe fn copy_raw_sync(dst: u64, src: u64, n: usize, stream: CudaStreamView<'_>) -> rmm::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    // SAFETY: forwarded contract; the synchronisation below ends the copy
+    // before the call returns.
+    unsafe { rmm::launch::memcpy_async(DevicePtr::new(dst), DevicePtr::new(src), n, stream) }?;
+    stream.synchronize()
+}
+
+/// A writable host buffer's bytes as a flat `memoryview` (format `B`).
+fn writable_view<'py>(hb: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    if hb.is_none() {
+        return Err(PyTypeError::new_err(format!(
+            "Argument `{what}` has incorrect type (expected bytes-like, got NoneType)"
+        )));
+    }
+    let mv = hb.py().import("builtins")?.getattr("memoryview")?.call1((hb,))?;
+    if mv.getattr("readonly")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!(
+            "{what}: the host buffer is read-only"
+        )));
+    }
+    mv.call_method1("cast", ("B",))
+}
+
+/// A new `DeviceBuffer` holding a copy of the host bytes `b`
+/// (`rmm.pylibrmm.device_buffer.to_device`).
+#[pyfunction]
+#[pyo3(signature = (b, stream=None))]
+fn to_device(
+    py: Python<'_>,
+    b: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyDeviceBuffer> {
+    if b.is_none() {
+        return Err(PyTypeError::new_err(
+            "Argument 'b' has incorrect type (expected bytes-like, got NoneType)",
+        ));
+    }
+    PyDeviceBuffer::to_device(py, b, stream, None)
+}
+
+/// Copies `len(hb)` bytes from the device address `db` into the writable
+/// host buffer `hb` (`rmm.pylibrmm.device_buffer.copy_ptr_to_host`); the
+/// copy is done when the call returns.
+#[pyfunction]
+#[pyo3(signature = (db, hb, stream=None))]
+fn copy_ptr_to_host(
+    py: Python<'_>,
+    db: u64,
+    hb: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let stream = stream_arg(py, stream)?;
+    let flat = writable_view(hb, "hb")?;
+    let n: usize = flat.len()?;
+    let mut data = vec![0u8; n];
+    let (dst, view) = (data.as_mut_ptr() as u64, stream.get().view());
+    #[allow(unsafe_code)]
+    let copied = py.detach(|| {
+        // SAFETY: as RMM's `copy_ptr_to_host`, the caller names `n`
+        // readable bytes at `db`; the destination is `data`, `n` bytes
+        // owned here; `copy_raw_sync` waits for the copy.
+        unsafe { copy_raw_sync(dst, db, n, view) }
+    });
+    copied.py_err()?;
+    let slice = py.import("builtins")?.getattr("slice")?.call1((0, n))?;
+    flat.set_item(slice, PyBytes::new(py, &data))
+}
+
+/// Copies the bytes of the host buffer `hb` to the device address `db`
+/// (`rmm.pylibrmm.device_buffer.copy_host_to_ptr`); the copy is done when
+/// the call returns.
+#[pyfunction]
+#[pyo3(signature = (hb, db, stream=None))]
+fn copy_host_to_ptr(
+    py: Python<'_>,
+    hb: &Bound<'_, PyAny>,
+    db: u64,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    if hb.is_none() {
+        return Err(PyTypeError::new_err(
+            "Argument `hb` has incorrect type (expected bytes-like, got NoneType)",
+        ));
+    }
+    let stream = stream_arg(py, stream)?;
+    let src = HostSource::of(hb)?;
+    let ((ptr, n), view) = (src.span(), stream.get().view());
+    #[allow(unsafe_code)]
+    let copied = py.detach(|| {
+        // SAFETY: as RMM's `copy_host_to_ptr`, the caller names `n`
+        // writable bytes at `db`; `src` (alive for the whole call) holds
+        // `n` readable bytes at `ptr`; `copy_raw_sync` waits for the copy.
+        unsafe { copy_raw_sync(db, ptr, n, view) }
+    });
+    copied.py_err()
+}
+
+/// Copies `count` bytes from the device address `d_src` to `d_dst`
+/// (`rmm.pylibrmm.device_buffer.copy_device_to_ptr`); the copy is done
+/// when the call returns.
+#[pyfunction]
+#[pyo3(signature = (d_src, d_dst, count, stream=None))]
+fn copy_device_to_ptr(
+    py: Python<'_>,
+    d_src: u64,
+    d_dst: u64,
+    count: &Bound<'_, PyAny>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let n = size_arg(count, "count")?;
+    let stream = stream_arg(py, stream)?;
+    let view = stream.get().view();
+    #[allow(unsafe_code)]
+    let copied = py.detach(|| {
+        // SAFETY: as RMM's `copy_device_to_ptr`, the caller names `count`
+        // readable bytes at `d_src` and writable bytes at `d_dst`;
+        // `copy_raw_sync` waits for the copy.
+        unsafe { copy_raw_sync(d_dst, d_src, n, view) }
+    });
+    copied.py_err()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeviceBuffer>()?;
+    m.add_function(wrap_pyfunction!(to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_ptr_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_host_to_ptr, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_device_to_ptr, m)?)?;
     Ok(())
 }

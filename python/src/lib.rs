@@ -14,8 +14,10 @@
 //! `rmm_rs.DriverUnavailableError`, anything else `rmm_rs.RMMError`.
 //!
 //! No `unsafe` outside `ffi` (the exported C functions), `stream`
-//! (views of foreign stream handles) and `buffer` (raw copies between
-//! device and host memory); each block says why it is sound.
+//! (views of foreign stream handles), `buffer` (raw copies between
+//! device and host memory), `resources::base` (the free of a pointer
+//! `allocate()` handed out) and `resources::cuda_async` (a view of a
+//! foreign driver pool); each block says why it is sound.
 #![deny(unsafe_code)]
 
 use pyo3::prelude::*;
@@ -32,16 +34,10 @@ mod stream;
 #[pymodule]
 #[pyo3(name = "_lib")]
 fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     // The crate's debug logger (RMM_DEBUG_LOG_FILE / RMM_DEBUG_LOG_LEVEL);
     // a logger installed by someone else first is kept.
     logging::install();
-    m.add("RMMError", py.get_type::<errors::RMMError>())?;
-    m.add("CUDAError", py.get_type::<errors::CUDAError>())?;
-    m.add(
-        "DriverUnavailableError",
-        py.get_type::<errors::DriverUnavailableError>(),
-    )?;
+    errors::register(m)?;
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
