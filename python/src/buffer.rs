@@ -16,7 +16,7 @@ use rmm::{CudaStreamView, DevicePtr};
 use crate::errors::{self, IntoPy, RMMError};
 use crate::resources::resource_arg;
 use crate::sizes::size_arg;
-use crate::stream::{stream_arg, PyStream};
+use crate::stream::{stream_arg, PyStream, StreamParam};
 
 /// Untyped, uninitialized device memory (`rmm.DeviceBuffer`).
 #[pyclass(module = "rmm_rs", name = "DeviceBuffer")]
@@ -304,10 +304,10 @@ impl PyDeviceBuffer {
     fn regrow(
         &mut self,
         py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         op: impl FnOnce(&mut rmm::DeviceBuffer, CudaStreamView<'_>) -> rmm::Result<()> + Send,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let (buf, view) = (&mut self.buf, stream.get().view());
         py.detach(|| op(buf, view)).py_err()?;
         self.stream = stream;
@@ -347,19 +347,19 @@ impl PyDeviceBuffer {
     /// `size` bytes from `mr` (default: the current device's resource);
     /// with `ptr`, a copy of the `size` bytes there (device or host).
     #[new]
-    #[pyo3(signature = (*, ptr=None, size=None, stream=None, mr=None))]
+    #[pyo3(signature = (*, ptr=None, size=None, stream=StreamParam::Omitted, mr=None))]
     fn py_new(
         py: Python<'_>,
         ptr: Option<u64>,
         size: Option<&Bound<'_, PyAny>>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         mr: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let size = match size {
             Some(s) => size_arg(s, "size")?,
             None => 0,
         };
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let me = Self::make(py, size, stream, mr)?;
         if let Some(src) = ptr.filter(|&p| p != 0) {
             if size > 0 {
@@ -476,24 +476,24 @@ impl PyDeviceBuffer {
 
     /// Sets the size; beyond the capacity the memory is reallocated and the
     /// contents kept. The buffer's stream becomes `stream`.
-    #[pyo3(signature = (new_size, stream=None))]
+    #[pyo3(signature = (new_size, stream=StreamParam::Omitted))]
     fn resize(
         &mut self,
         py: Python<'_>,
         new_size: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
         let n = size_arg(new_size, "new_size")?;
         self.regrow(py, stream, |buf, view| buf.resize(n, view))
     }
 
     /// Grows the capacity to at least `new_capacity`, keeping the contents.
-    #[pyo3(signature = (new_capacity, stream=None))]
+    #[pyo3(signature = (new_capacity, stream=StreamParam::Omitted))]
     fn reserve(
         &mut self,
         py: Python<'_>,
         new_capacity: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
         let n = size_arg(new_capacity, "new_capacity")?;
         self.regrow(py, stream, |buf, view| buf.reserve(n, view))
@@ -502,14 +502,14 @@ impl PyDeviceBuffer {
     /// Copies the buffer to host memory: into `ary` (any writable,
     /// C-contiguous bytes-like object of at least `size` bytes) or into a
     /// new NumPy uint8 array (a bytearray without NumPy); returns it.
-    #[pyo3(signature = (ary=None, stream=None))]
+    #[pyo3(signature = (ary=None, stream=StreamParam::Omitted))]
     fn copy_to_host<'py>(
         &self,
         py: Python<'py>,
         ary: Option<&Bound<'py, PyAny>>,
-        stream: Option<&Bound<'py, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let n = self.buf.size();
         let target = match ary {
             Some(a) if !a.is_none() => a.clone(),
@@ -555,14 +555,14 @@ impl PyDeviceBuffer {
 
     /// Copies host bytes (any bytes-like object of at most `size` bytes)
     /// to the start of the buffer.
-    #[pyo3(signature = (ary, stream=None))]
+    #[pyo3(signature = (ary, stream=StreamParam::Omitted))]
     fn copy_from_host(
         &self,
         py: Python<'_>,
         ary: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let src = HostSource::of(ary)?;
         self.write_host(py, &src, stream.get())
     }
@@ -570,14 +570,14 @@ impl PyDeviceBuffer {
     /// Copies device memory (a DeviceBuffer or anything with a C-contiguous
     /// `__cuda_array_interface__`, at most `size` bytes) to the start of the
     /// buffer.
-    #[pyo3(signature = (cuda_ary, stream=None))]
+    #[pyo3(signature = (cuda_ary, stream=StreamParam::Omitted))]
     fn copy_from_device(
         &self,
         py: Python<'_>,
         cuda_ary: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let (src, n, src_stream) = device_source(cuda_ary)?;
         if !self.copy_into_needed("copy_from_device", n)? {
             return Ok(());
@@ -607,14 +607,14 @@ impl PyDeviceBuffer {
 
     /// A new buffer holding a copy of the host bytes `b`.
     #[staticmethod]
-    #[pyo3(signature = (b, stream=None, mr=None))]
+    #[pyo3(signature = (b, stream=StreamParam::Omitted, mr=None))]
     fn to_device(
         py: Python<'_>,
         b: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         mr: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let src = HostSource::of(b)?;
         let me = Self::make(py, src.span().1, stream, mr)?;
         me.write_host(py, &src, me.stream.get())?;
@@ -622,13 +622,9 @@ impl PyDeviceBuffer {
     }
 
     /// The buffer's contents as `bytes`.
-    #[pyo3(signature = (stream=None))]
-    fn tobytes<'py>(
-        &self,
-        py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let stream = stream_arg(py, stream)?;
+    #[pyo3(signature = (stream=StreamParam::Omitted))]
+    fn tobytes<'py>(&self, py: Python<'py>, stream: StreamParam<'_>) -> PyResult<Bound<'py, PyBytes>> {
+        let stream = stream.resolve(py)?;
         let data = self.read_host(py, stream.get())?;
         Ok(PyBytes::new(py, &data))
     }
@@ -677,17 +673,19 @@ impl PyDeviceBuffer {
         Ok(d)
     }
 
-    /// Pickling copies the contents through the host.
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
-        let rebuild = py.import("rmm_rs._pickle")?.getattr("rebuild_device_buffer")?;
-        let data = self.read_host(py, self.stream.get()).map_err(|e| {
+    /// Pickling copies the contents through the host, as RMM does:
+    /// `to_device(copy_to_host())`, so that pickle protocol 5 carries the
+    /// bytes out of band (a NumPy array).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let rebuild = py.import("rmm_rs._lib")?.getattr("to_device")?;
+        let host = self.copy_to_host(py, None, StreamParam::Omitted).map_err(|e| {
             if self.buf.resource().is_simulated() {
                 PyTypeError::new_err(format!("cannot pickle a simulated DeviceBuffer: {e}"))
             } else {
                 e
             }
         })?;
-        Ok((rebuild, (PyBytes::new(py, &data),)))
+        Ok((rebuild, (host,)))
     }
 }
 
@@ -728,12 +726,8 @@ fn writable_view<'py>(hb: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py,
 /// A new `DeviceBuffer` holding a copy of the host bytes `b`
 /// (`rmm.pylibrmm.device_buffer.to_device`).
 #[pyfunction]
-#[pyo3(signature = (b, stream=None))]
-fn to_device(
-    py: Python<'_>,
-    b: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyDeviceBuffer> {
+#[pyo3(signature = (b, stream=StreamParam::Omitted))]
+fn to_device(py: Python<'_>, b: &Bound<'_, PyAny>, stream: StreamParam<'_>) -> PyResult<PyDeviceBuffer> {
     if b.is_none() {
         return Err(PyTypeError::new_err(
             "Argument 'b' has incorrect type (expected bytes-like, got NoneType)",
@@ -746,14 +740,9 @@ fn to_device(
 /// host buffer `hb` (`rmm.pylibrmm.device_buffer.copy_ptr_to_host`); the
 /// copy is done when the call returns.
 #[pyfunction]
-#[pyo3(signature = (db, hb, stream=None))]
-fn copy_ptr_to_host(
-    py: Python<'_>,
-    db: u64,
-    hb: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
-    let stream = stream_arg(py, stream)?;
+#[pyo3(signature = (db, hb, stream=StreamParam::Omitted))]
+fn copy_ptr_to_host(py: Python<'_>, db: u64, hb: &Bound<'_, PyAny>, stream: StreamParam<'_>) -> PyResult<()> {
+    let stream = stream.resolve(py)?;
     let flat = writable_view(hb, "hb")?;
     let n: usize = flat.len()?;
     let mut data = vec![0u8; n];
@@ -774,19 +763,14 @@ fn copy_ptr_to_host(
 /// (`rmm.pylibrmm.device_buffer.copy_host_to_ptr`); the copy is done when
 /// the call returns.
 #[pyfunction]
-#[pyo3(signature = (hb, db, stream=None))]
-fn copy_host_to_ptr(
-    py: Python<'_>,
-    hb: &Bound<'_, PyAny>,
-    db: u64,
-    stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
+#[pyo3(signature = (hb, db, stream=StreamParam::Omitted))]
+fn copy_host_to_ptr(py: Python<'_>, hb: &Bound<'_, PyAny>, db: u64, stream: StreamParam<'_>) -> PyResult<()> {
     if hb.is_none() {
         return Err(PyTypeError::new_err(
             "Argument `hb` has incorrect type (expected bytes-like, got NoneType)",
         ));
     }
-    let stream = stream_arg(py, stream)?;
+    let stream = stream.resolve(py)?;
     let src = HostSource::of(hb)?;
     let ((ptr, n), view) = (src.span(), stream.get().view());
     #[allow(unsafe_code)]
@@ -803,16 +787,16 @@ fn copy_host_to_ptr(
 /// (`rmm.pylibrmm.device_buffer.copy_device_to_ptr`); the copy is done
 /// when the call returns.
 #[pyfunction]
-#[pyo3(signature = (d_src, d_dst, count, stream=None))]
+#[pyo3(signature = (d_src, d_dst, count, stream=StreamParam::Omitted))]
 fn copy_device_to_ptr(
     py: Python<'_>,
     d_src: u64,
     d_dst: u64,
     count: &Bound<'_, PyAny>,
-    stream: Option<&Bound<'_, PyAny>>,
+    stream: StreamParam<'_>,
 ) -> PyResult<()> {
     let n = size_arg(count, "count")?;
-    let stream = stream_arg(py, stream)?;
+    let stream = stream.resolve(py)?;
     let view = stream.get().view();
     #[allow(unsafe_code)]
     let copied = py.detach(|| {

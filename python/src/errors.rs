@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::PyErr;
 
 create_exception!(
@@ -29,6 +30,41 @@ create_exception!(
     RMMError,
     "The CUDA driver library (libcuda.so.1) could not be loaded or initialised: no usable GPU."
 );
+
+/// `rmm_rs.ConfigurationError`, made once (see [`config_error`]).
+static CONFIGURATION_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The class `ConfigurationError(ValueError, RMMError)`: a resource
+/// configuration that is refused (sizes that do not fit together, ...).
+/// It is a `ValueError`, and a `RuntimeError` as RMM's `logic_error` for
+/// the same configurations is.
+fn configuration_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    CONFIGURATION_ERROR
+        .get_or_try_init(py, || {
+            let bases = PyTuple::new(py, [py.get_type::<PyValueError>(), py.get_type::<RMMError>()])?;
+            let dict = PyDict::new(py);
+            dict.set_item("__module__", "rmm_rs")?;
+            dict.set_item(
+                "__doc__",
+                "A resource configuration that is refused: a ValueError, and an RMMError (a RuntimeError) \
+                 as RMM's logic_error for it is.",
+            )?;
+            let ty = py
+                .get_type::<PyType>()
+                .call1(("ConfigurationError", bases, dict))?;
+            Ok::<_, PyErr>(ty.cast_into::<PyType>()?.unbind())
+        })
+        .map(|t| t.bind(py))
+}
+
+/// A `ConfigurationError` with `msg` (a plain `ValueError` should the class
+/// not be made).
+pub(crate) fn config_error(py: Python<'_>, msg: String) -> PyErr {
+    match configuration_error_type(py) {
+        Ok(ty) => PyErr::from_type(ty.clone(), msg),
+        Err(_) => PyValueError::new_err(msg),
+    }
+}
 
 /// `CUDA_ERROR_NO_DEVICE`.
 const CUDA_ERROR_NO_DEVICE: u32 = 100;
@@ -146,5 +182,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RMMError", &rmm_error)?;
     m.add("CUDAError", py.get_type::<CUDAError>())?;
     m.add("DriverUnavailableError", py.get_type::<DriverUnavailableError>())?;
+    m.add("ConfigurationError", configuration_error_type(py)?)?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
@@ -211,8 +211,14 @@ fn foreign_handle(obj: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
             return Ok(Some(0));
         }
         if let Ok(t) = v.cast::<PyTuple>() {
-            // The protocol: (version, handle).
+            // The protocol: (version, handle); version 0 is the one there is.
             if t.len() == 2 {
+                let version = t.get_item(0)?;
+                if !version.eq(0)? {
+                    return Err(PyNotImplementedError::new_err(format!(
+                        "CUDA stream protocol: only version 0 is supported, got version: '{version}'"
+                    )));
+                }
                 return Ok(Some(t.get_item(1)?.extract::<usize>()?));
             }
             return Err(PyTypeError::new_err(
@@ -327,6 +333,41 @@ impl PyStream {
             1 => "Stream(legacy default)".into(),
             2 => "Stream(per-thread default)".into(),
             h => format!("Stream({h:#x})"),
+        }
+    }
+}
+
+/// A `stream=` parameter as RMM takes it: omitted (the default stream) or
+/// a stream; an explicit `None` is a `TypeError`.
+pub(crate) enum StreamParam<'py> {
+    /// Not given: `DEFAULT_STREAM`.
+    Omitted,
+    /// What the caller passed.
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for StreamParam<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(StreamParam::Given(obj.to_owned()))
+    }
+}
+
+impl StreamParam<'_> {
+    /// The stream object: `DEFAULT_STREAM` when omitted, else as
+    /// [`stream_arg`] takes it.
+    ///
+    /// # Errors
+    /// `TypeError` for `None` ("stream argument cannot be None", as RMM)
+    /// and for objects that are no stream.
+    pub(crate) fn resolve(&self, py: Python<'_>) -> PyResult<Py<PyStream>> {
+        match self {
+            StreamParam::Omitted => default_stream(py),
+            StreamParam::Given(o) if o.is_none() => Err(PyTypeError::new_err(
+                "stream argument cannot be None: pass a Stream, or omit it for DEFAULT_STREAM",
+            )),
+            StreamParam::Given(o) => stream_arg(py, Some(o)),
         }
     }
 }

@@ -279,6 +279,41 @@ def test_stream_flags_values_and_checks():
         _lib.CudaStreamPool(pool_size=0)
 
 
+def test_stream_protocol_version_is_checked():
+    class V1Stream:
+        def __cuda_stream__(self):
+            return (1, 2)
+
+    with pytest.raises(NotImplementedError, match="version: '1'"):
+        rmm.Stream(V1Stream())
+    assert rmm.Stream(_ForeignStream()).__cuda_stream__() == (0, 0)
+
+
+def test_explicit_none_stream_is_refused(sim):
+    with pytest.raises(TypeError, match="stream argument cannot be None"):
+        rmm.DeviceBuffer(size=10, mr=sim, stream=None)
+    with pytest.raises(TypeError, match="stream argument cannot be None"):
+        sim.allocate(256, stream=None)
+    p = sim.allocate(256)
+    with pytest.raises(TypeError, match="stream argument cannot be None"):
+        sim.deallocate(p, 256, stream=None)
+    sim.deallocate(p, 256)
+    b = rmm.DeviceBuffer(size=10, mr=sim)
+    for call in (
+        lambda: b.resize(20, stream=None),
+        lambda: b.reserve(64, stream=None),
+        lambda: b.tobytes(stream=None),
+        lambda: b.copy_to_host(stream=None),
+        lambda: b.copy_from_host(b"", stream=None),
+        lambda: rmm.DeviceBuffer.to_device(b"", stream=None),
+        lambda: _lib.to_device(b"", stream=None),
+        lambda: _lib.copy_device_to_ptr(0, 0, 0, stream=None),
+    ):
+        with pytest.raises(TypeError, match="stream argument cannot be None"):
+            call()
+    b.prefetch(stream=None)  # RMM's prefetch takes None: the buffer's stream
+
+
 @pytest.mark.skipif(GPU, reason="checks the error without a GPU")
 def test_new_streams_need_a_gpu():
     with pytest.raises(rmm_rs.DriverUnavailableError):
@@ -288,6 +323,17 @@ def test_new_streams_need_a_gpu():
 
 
 # --- driver-pool resources: arguments ---------------------------------------------
+
+
+def test_pool_sizes_refused_as_value_and_runtime_errors(sim):
+    with pytest.raises(RuntimeError, match="Initial pool size exceeds the maximum pool size") as info:
+        mr.PoolMemoryResource(sim, initial_pool_size=2048, maximum_pool_size=1024)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, rmm_rs.RMMError)
+    assert type(info.value) is _lib.ConfigurationError
+    with pytest.raises(ValueError, match="multiple of 256"):
+        mr.PoolMemoryResource(sim, initial_pool_size=1000)
+    with pytest.raises(RuntimeError, match="multiple of 256"):
+        mr.PoolMemoryResource(sim, initial_pool_size=1024, maximum_pool_size=2000)
 
 
 def test_cuda_async_refuses_two_export_types():
@@ -364,6 +410,10 @@ def test_copy_functions_need_a_gpu():
 @pytest.mark.gpu
 def test_device_buffer_copy_protocol_on_gpu():
     b = rmm.DeviceBuffer.to_device(b"abcdef")
+    buffers = []
+    back = pickle.loads(pickle.dumps(b, protocol=5, buffer_callback=buffers.append), buffers=buffers)
+    assert len(buffers) == 1 and bytes(buffers[0]) == b"abcdef"  # out of band, as RMM
+    assert bytes(back) == b"abcdef" and back.ptr != b.ptr
     c = b.copy()
     assert c.ptr != b.ptr and bytes(c) == b"abcdef"
     c.copy_from_host(b"XY")

@@ -14,7 +14,7 @@ use rmm::{CudaStreamView, DevicePtr};
 
 use crate::errors::{self, IntoPy};
 use crate::sizes::size_arg;
-use crate::stream::stream_arg;
+use crate::stream::StreamParam;
 
 /// The alignment every allocation of the Python API asks for.
 pub(crate) const ALIGNMENT: usize = 256;
@@ -80,13 +80,14 @@ pub(super) fn over(inner: SharedResource, upstream_mr: &Bound<'_, PyAny>) -> PyC
         .add_subclass(PyUpstream)
 }
 
-/// Refuses sizes that are not multiples of 256 (a bad argument, not a
-/// logic error of the library).
-pub(super) fn check_256(value: Option<usize>, what: &str) -> PyResult<()> {
+/// Refuses sizes that are not multiples of 256 (`ConfigurationError`: a
+/// `ValueError`, and a `RuntimeError` as RMM's error for them).
+pub(super) fn check_256(py: Python<'_>, value: Option<usize>, what: &str) -> PyResult<()> {
     match value {
-        Some(v) if !v.is_multiple_of(ALIGNMENT) => Err(PyValueError::new_err(format!(
-            "{what} must be a multiple of 256 bytes, got {v}"
-        ))),
+        Some(v) if !v.is_multiple_of(ALIGNMENT) => Err(errors::config_error(
+            py,
+            format!("{what} must be a multiple of 256 bytes, got {v}"),
+        )),
         _ => Ok(()),
     }
 }
@@ -128,15 +129,10 @@ impl PyResource {
     }
 
     /// Allocates `nbytes` on `stream`; returns the address as an int.
-    #[pyo3(signature = (nbytes, stream=None))]
-    fn allocate(
-        &self,
-        py: Python<'_>,
-        nbytes: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<u64> {
+    #[pyo3(signature = (nbytes, stream=StreamParam::Omitted))]
+    fn allocate(&self, py: Python<'_>, nbytes: &Bound<'_, PyAny>, stream: StreamParam<'_>) -> PyResult<u64> {
         let bytes = size_arg(nbytes, "nbytes")?;
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let mr = self.shared()?;
         let view = stream.get().view();
         errors::clear_callback_error();
@@ -154,16 +150,16 @@ impl PyResource {
 
     /// Frees `ptr` (from this object's `allocate`, with the same `nbytes`)
     /// on `stream`.
-    #[pyo3(signature = (ptr, nbytes, stream=None))]
+    #[pyo3(signature = (ptr, nbytes, stream=StreamParam::Omitted))]
     fn deallocate(
         &self,
         py: Python<'_>,
         ptr: u64,
         nbytes: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
         let bytes = size_arg(nbytes, "nbytes")?;
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let mr = self.shared()?;
         if ptr == 0 {
             return Ok(());

@@ -11,7 +11,7 @@ use rmm::mr::{
 };
 
 use super::base::{check_256, over, upstream_arg, PyUpstream, ALIGNMENT};
-use crate::errors::IntoPy;
+use crate::errors::{self, IntoPy};
 use crate::sizes::opt_size_arg;
 
 /// Default initial pool size when none is given: half the free device
@@ -40,6 +40,7 @@ impl PyPool {
     #[new]
     #[pyo3(signature = (upstream_mr, initial_pool_size=None, maximum_pool_size=None))]
     fn py_new(
+        py: Python<'_>,
         upstream_mr: &Bound<'_, PyAny>,
         initial_pool_size: Option<&Bound<'_, PyAny>>,
         maximum_pool_size: Option<&Bound<'_, PyAny>>,
@@ -47,13 +48,14 @@ impl PyPool {
         let upstream = upstream_arg(upstream_mr)?;
         let initial = opt_size_arg(initial_pool_size, "initial_pool_size")?;
         let maximum = opt_size_arg(maximum_pool_size, "maximum_pool_size")?;
-        check_256(initial, "initial_pool_size")?;
-        check_256(maximum, "maximum_pool_size")?;
+        check_256(py, initial, "initial_pool_size")?;
+        check_256(py, maximum, "maximum_pool_size")?;
         if let (Some(i), Some(m)) = (initial, maximum) {
             if i > m {
-                return Err(PyValueError::new_err(format!(
-                    "initial_pool_size {i} exceeds maximum_pool_size {m}"
-                )));
+                return Err(errors::config_error(
+                    py,
+                    format!("Initial pool size exceeds the maximum pool size: {i} > {m} bytes"),
+                ));
             }
         }
         let initial = match initial {
