@@ -12,7 +12,7 @@ use rmm::mr::{
 };
 
 use super::base::{base, need_driver, PyResource};
-use crate::errors::IntoPy;
+use crate::errors::{self, IntoPy, RMMError};
 use crate::sizes::opt_size_arg;
 
 /// The driver's stream-ordered pool (`rmm.mr.CudaAsyncMemoryResource`).
@@ -54,9 +54,17 @@ impl PyCudaAsync {
         if let Some(n) = opt_size_arg(release_threshold, "release_threshold")? {
             opts = opts.release_threshold(n as u64);
         }
-        opts = opts.export_handle_type(export_handle_type(enable_ipc, enable_fabric)?);
+        let export = export_handle_type(enable_ipc, enable_fabric)?;
+        opts = opts.export_handle_type(export);
         need_driver()?;
-        let mr = CudaAsyncMemoryResource::with_options(opts).py_err()?;
+        let mr = CudaAsyncMemoryResource::with_options(opts).map_err(|e| match e {
+            // RMM's words for a handle type the device or driver cannot
+            // export (its error ends with them).
+            rmm::Error::Logic(_) if export != ExportHandleType::None => {
+                RMMError::new_err(format!("{e}: Requested IPC memory handle type not supported"))
+            }
+            other => errors::to_py(other),
+        })?;
         Ok(base(SharedResource::new(mr.clone())).add_subclass(PyCudaAsync { mr }))
     }
 
