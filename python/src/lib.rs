@@ -2,22 +2,26 @@
 //!
 //! The Python package (`python/rmm_rs/`) mirrors RAPIDS RMM's Python API;
 //! this extension module holds what has to be native: the memory resources
-//! and adaptors over the `rmm` crate (`resources`), `DeviceBuffer`
-//! (`buffer`), streams (`stream`), the per-device registry, the debug
-//! logger's level (`logging`) and the two C-ABI functions PyTorch's
-//! `CUDAPluggableAllocator` calls (`ffi`).
+//! and adaptors over the `rmm` crate and the per-device registry
+//! (`resources`, one file per kind), `DeviceBuffer` (`buffer`), RMM's
+//! copies between raw addresses (`pointer_copies`), streams, stream flags
+//! and the stream pool (`stream`), the debug logger's level (`logging`)
+//! and the two C-ABI functions PyTorch's `CUDAPluggableAllocator` calls
+//! (`ffi`).
 //!
 //! Errors: every `rmm::Error` becomes a Python exception in one place,
 //! `errors::to_py`: out-of-memory and bad-alloc become `MemoryError`
 //! (the message keeps `out_of_memory`), invalid arguments `ValueError`,
-//! driver failures `rmm_rs.CUDAError`, a missing driver
-//! `rmm_rs.DriverUnavailableError`, anything else `rmm_rs.RMMError`.
+//! driver failures `rmm_rs.CUDAError` (a `MemoryError` when an allocation
+//! fails, as in RMM), a missing driver `rmm_rs.DriverUnavailableError`,
+//! anything else `rmm_rs.RMMError`; an exception of a Python callback
+//! inside an allocation leaves it as RMM translates it.
 //!
-//! No `unsafe` outside `ffi` (the exported C functions), `stream`
-//! (views of foreign stream handles), `buffer` (raw copies between
-//! device and host memory), `resources::base` (the free of a pointer
-//! `allocate()` handed out) and `resources::cuda_async` (a view of a
-//! foreign driver pool); each block says why it is sound.
+//! No `unsafe` outside `ffi` (the exported C functions), `stream` (views
+//! of foreign stream handles), `buffer` and `pointer_copies` (raw copies
+//! between device and host memory), `resources::base` (the free of a
+//! pointer `allocate()` handed out) and `resources::cuda_async` (a view of
+//! a foreign driver pool); each block says why it is sound.
 #![deny(unsafe_code)]
 
 use pyo3::prelude::*;
@@ -26,6 +30,7 @@ mod buffer;
 mod errors;
 mod ffi;
 mod logging;
+mod pointer_copies;
 mod resources;
 mod sizes;
 mod stream;
@@ -42,6 +47,7 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stream::register(m)?;
     resources::register(m)?;
     buffer::register(m)?;
+    pointer_copies::register(m)?;
     logging::register(m)?;
     m.add_function(wrap_pyfunction!(ffi::extension_path_symbols, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
