@@ -309,7 +309,8 @@ impl PyDeviceBuffer {
     ) -> PyResult<()> {
         let stream = stream.resolve(py)?;
         let (buf, view) = (&mut self.buf, stream.get().view());
-        py.detach(|| op(buf, view)).py_err()?;
+        errors::clear_callback_error();
+        py.detach(|| op(buf, view)).map_err(errors::alloc_to_py)?;
         self.stream = stream;
         Ok(())
     }

@@ -164,6 +164,29 @@ def test_callback_resource_translates_exceptions(raised, caught):
         rmm.DeviceBuffer(size=256, mr=res)
 
 
+def test_callback_exceptions_leave_resize_and_copy_too(sim):
+    b = rmm.DeviceBuffer(size=0, mr=_failing(RuntimeError("cannot grow")))
+    with pytest.raises(RuntimeError, match="cannot grow"):
+        b.resize(1000)
+    with pytest.raises(RuntimeError, match="cannot grow"):
+        b.reserve(1000)
+    assert b.size == 0
+
+    calls = []
+
+    def once_then_fail(nbytes, stream):
+        calls.append(nbytes)
+        if len(calls) > 1:
+            raise MemoryError("no second buffer")
+        return sim.allocate(nbytes, stream)
+
+    res = mr.CallbackMemoryResource(once_then_fail, lambda p, n, s: sim.deallocate(p, n, s), simulated=True)
+    one = rmm.DeviceBuffer(size=512, mr=res)
+    with pytest.raises(MemoryError, match="no second buffer"):
+        one.copy()
+    del one
+
+
 def test_failure_callback_retries_then_gives_the_upstream_error():
     calls = []
 
