@@ -130,8 +130,58 @@ pub(crate) enum HostSource<'py> {
     Bytes(Bound<'py, PyBytes>),
 }
 
+/// A host buffer as RMM's `unsigned char[::1]` takes it, as a flat
+/// `memoryview`: one dimension of bytes (format `B`), C-contiguous, and
+/// writable when `writable`.
+///
+/// # Errors
+/// `TypeError` for objects without the buffer protocol (None included),
+/// `ValueError` for other element types, more dimensions, strides or a
+/// read-only target, as RMM's typed memoryviews raise.
+pub(crate) fn byte_view<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+    writable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let mv = py
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} has incorrect type (expected bytes-like, got {})",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+    let format: String = mv.getattr("format")?.extract()?;
+    if format != "B" {
+        return Err(PyValueError::new_err(format!(
+            "{what}: Buffer dtype mismatch, expected 'unsigned char' but got format {format:?}"
+        )));
+    }
+    let ndim: usize = mv.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{what}: Buffer has wrong number of dimensions (expected 1, got {ndim})"
+        )));
+    }
+    if !mv.getattr("c_contiguous")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!(
+            "{what}: the buffer is not C-contiguous"
+        )));
+    }
+    if writable && mv.getattr("readonly")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!("{what}: the buffer is read-only")));
+    }
+    Ok(mv)
+}
+
 impl HostSource<'_> {
+    /// The bytes of `obj`, a one-dimensional contiguous buffer of bytes
+    /// (see [`byte_view`]).
     pub(crate) fn of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<HostSource<'py>> {
+        byte_view(obj, "the host buffer", false)?;
         if !obj.is_instance_of::<PyBytes>() {
             if let Some((ptr, len)) = host_array_source(obj)? {
                 return Ok(HostSource::Array {
@@ -500,9 +550,10 @@ impl PyDeviceBuffer {
         self.regrow(py, stream, |buf, view| buf.reserve(n, view))
     }
 
-    /// Copies the buffer to host memory: into `ary` (any writable,
-    /// C-contiguous bytes-like object of at least `size` bytes) or into a
-    /// new NumPy uint8 array (a bytearray without NumPy); returns it.
+    /// Copies the buffer to host memory: into `ary` (a writable,
+    /// one-dimensional, C-contiguous buffer of bytes of at least `size`
+    /// bytes, as RMM takes it) or into a new NumPy uint8 array (a bytearray
+    /// without NumPy); returns it.
     #[pyo3(signature = (ary=None, stream=StreamParam::Omitted))]
     fn copy_to_host<'py>(
         &self,
@@ -513,7 +564,10 @@ impl PyDeviceBuffer {
         let stream = stream.resolve(py)?;
         let n = self.buf.size();
         let target = match ary {
-            Some(a) if !a.is_none() => a.clone(),
+            Some(a) if !a.is_none() => {
+                byte_view(a, "copy_to_host: ary", true)?;
+                a.clone()
+            }
             _ => match py.import("numpy") {
                 // Bytes, as RMM returns (numpy's default dtype is float64).
                 Ok(np) => np.call_method1("empty", ((n,), "uint8"))?.into_any(),

@@ -4,13 +4,13 @@
 //! unlike RMM, every copy is done when the call returns (the host side may
 //! be a Python object that is gone right after).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use rmm::{CudaStreamView, DevicePtr};
 
-use crate::buffer::{HostSource, PyDeviceBuffer};
+use crate::buffer::{byte_view, HostSource, PyDeviceBuffer};
 use crate::errors::IntoPy;
 use crate::sizes::size_arg;
 use crate::stream::StreamParam;
@@ -33,22 +33,6 @@ unsafe fn copy_raw_sync(dst: u64, src: u64, n: usize, stream: CudaStreamView<'_>
     stream.synchronize()
 }
 
-/// A writable host buffer's bytes as a flat `memoryview` (format `B`).
-fn writable_view<'py>(hb: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
-    if hb.is_none() {
-        return Err(PyTypeError::new_err(format!(
-            "Argument `{what}` has incorrect type (expected bytes-like, got NoneType)"
-        )));
-    }
-    let mv = hb.py().import("builtins")?.getattr("memoryview")?.call1((hb,))?;
-    if mv.getattr("readonly")?.is_truthy()? {
-        return Err(PyValueError::new_err(format!(
-            "{what}: the host buffer is read-only"
-        )));
-    }
-    mv.call_method1("cast", ("B",))
-}
-
 /// A new `DeviceBuffer` holding a copy of the host bytes `b`
 /// (`rmm.pylibrmm.device_buffer.to_device`).
 #[pyfunction]
@@ -69,7 +53,12 @@ fn to_device(py: Python<'_>, b: &Bound<'_, PyAny>, stream: StreamParam<'_>) -> P
 #[pyo3(signature = (db, hb, stream=StreamParam::Omitted))]
 fn copy_ptr_to_host(py: Python<'_>, db: u64, hb: &Bound<'_, PyAny>, stream: StreamParam<'_>) -> PyResult<()> {
     let stream = stream.resolve(py)?;
-    let flat = writable_view(hb, "hb")?;
+    if hb.is_none() {
+        return Err(PyTypeError::new_err(
+            "Argument `hb` has incorrect type (expected bytes-like, got NoneType)",
+        ));
+    }
+    let flat = byte_view(hb, "hb", true)?;
     let n: usize = flat.len()?;
     let mut data = vec![0u8; n];
     let (dst, view) = (data.as_mut_ptr() as u64, stream.get().view());

@@ -421,6 +421,38 @@ def test_copy_functions_check_their_arguments():
     _lib.copy_device_to_ptr(0, 0, 0)
 
 
+def test_host_buffers_are_one_dimension_of_bytes(sim):
+    np = pytest.importorskip("numpy")
+    b = rmm.DeviceBuffer(size=16, mr=sim)
+    refused = [
+        (None, TypeError),
+        ("abc", TypeError),
+        (123, TypeError),
+        (np.ones(2, "u2"), ValueError),
+        (np.ones((2, 2), "u1"), ValueError),
+        (np.ones(4, "u1")[::2], ValueError),
+    ]
+    for host, error in refused:
+        with pytest.raises(error):
+            rmm.DeviceBuffer.to_device(host, mr=sim)
+        with pytest.raises(error):
+            b.copy_from_host(host)
+        with pytest.raises(error):
+            b.copy_to_host(host)
+        with pytest.raises(error):
+            _lib.copy_host_to_ptr(host, 0)
+        with pytest.raises(error):
+            _lib.copy_ptr_to_host(0, host)
+    readonly = np.zeros(16, "u1")
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        b.copy_to_host(readonly)
+    # Accepted shapes of bytes: empty buffers copy nothing, even over
+    # simulated memory.
+    for host in (b"", bytearray(), memoryview(b""), np.zeros(0, "u1")):
+        assert rmm.DeviceBuffer.to_device(host, mr=sim).size == 0
+
+
 @pytest.mark.skipif(GPU, reason="checks the error without a GPU")
 def test_copy_functions_need_a_gpu():
     with pytest.raises(rmm_rs.DriverUnavailableError):
