@@ -112,11 +112,12 @@ impl PyStream {
 #[pyclass(
     eq,
     eq_int,
+    hash,
     frozen,
     module = "rmm_rs.pylibrmm.stream",
     name = "CudaStreamFlags"
 )]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
 pub(crate) enum PyCudaStreamFlags {
     SYNC_DEFAULT = 0,

@@ -289,6 +289,7 @@ def test_stream_flags_values_and_checks():
     flags = _lib.CudaStreamFlags
     assert int(flags.SYNC_DEFAULT) == 0 and int(flags.NON_BLOCKING) == 1
     assert flags.SYNC_DEFAULT != flags.NON_BLOCKING
+    assert len({flags.SYNC_DEFAULT, flags.NON_BLOCKING, flags.SYNC_DEFAULT}) == 2
     existing = rmm.Stream(_ForeignStream())
     with pytest.raises(ValueError, match="flags may only be specified when obj is None"):
         rmm.Stream(existing, flags=flags.NON_BLOCKING)
