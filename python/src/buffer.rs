@@ -1,42 +1,22 @@
 //! `rmm_rs.DeviceBuffer`: untyped device memory from a resource, with host
 //! copies, `__cuda_array_interface__` (version 3) and pickling.
 //!
-//! The raw-memory code of the package lives here: copies between a buffer
-//! and host or device addresses given by Python objects, and the one call
-//! of `MemoryResource::deallocate` for raw `allocate()` pointers.
+//! The copies between a buffer and host or device memory given by Python
+//! objects live here; `pointer_copies` has RMM's functions over raw
+//! addresses.
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyTuple};
 
 use rmm::device::DeviceId;
-use rmm::mr::{MemoryResource, SharedResource};
+use rmm::mr::MemoryResource;
 use rmm::{CudaStreamView, DevicePtr};
 
-use crate::errors::{IntoPy, RMMError};
+use crate::errors::{self, IntoPy, RMMError};
 use crate::resources::resource_arg;
 use crate::sizes::size_arg;
-use crate::stream::{stream_arg, PyStream};
-
-/// Frees a raw pointer handed out by a Python resource's `allocate()`.
-///
-/// The caller (`DeviceMemoryResource.deallocate`) has checked against its
-/// record of live pointers that `ptr` came from `mr.allocate(bytes,
-/// alignment, _)` and removed it from that record, so it is freed once.
-#[allow(unsafe_code)]
-pub(crate) fn free_raw(
-    mr: &SharedResource,
-    ptr: DevicePtr,
-    bytes: usize,
-    alignment: usize,
-    stream: CudaStreamView,
-) {
-    // SAFETY: see above: a live pointer of this resource, with the size and
-    // alignment it was allocated with, freed exactly once. Work the caller
-    // still has on the memory is the caller's to order before `stream`, as
-    // RMM's Python API requires.
-    unsafe { mr.deallocate(ptr, bytes, alignment, stream) }
-}
+use crate::stream::{stream_arg, PyStream, StreamParam};
 
 /// Untyped, uninitialized device memory (`rmm.DeviceBuffer`).
 #[pyclass(module = "rmm_rs", name = "DeviceBuffer")]
@@ -141,7 +121,7 @@ fn host_array_source(obj: &Bound<'_, PyAny>) -> PyResult<Option<(u64, usize)>> {
 
 /// Host bytes to copy from: a NumPy-like array in place (no host copy), or
 /// the bytes of any other buffer-like object.
-enum HostSource<'py> {
+pub(crate) enum HostSource<'py> {
     Array {
         ptr: u64,
         len: usize,
@@ -150,8 +130,58 @@ enum HostSource<'py> {
     Bytes(Bound<'py, PyBytes>),
 }
 
+/// A host buffer as RMM's `unsigned char[::1]` takes it, as a flat
+/// `memoryview`: one dimension of bytes (format `B`), C-contiguous, and
+/// writable when `writable`.
+///
+/// # Errors
+/// `TypeError` for objects without the buffer protocol (None included),
+/// `ValueError` for other element types, more dimensions, strides or a
+/// read-only target, as RMM's typed memoryviews raise.
+pub(crate) fn byte_view<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+    writable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let mv = py
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} has incorrect type (expected bytes-like, got {})",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+    let format: String = mv.getattr("format")?.extract()?;
+    if format != "B" {
+        return Err(PyValueError::new_err(format!(
+            "{what}: Buffer dtype mismatch, expected 'unsigned char' but got format {format:?}"
+        )));
+    }
+    let ndim: usize = mv.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{what}: Buffer has wrong number of dimensions (expected 1, got {ndim})"
+        )));
+    }
+    if !mv.getattr("c_contiguous")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!(
+            "{what}: the buffer is not C-contiguous"
+        )));
+    }
+    if writable && mv.getattr("readonly")?.is_truthy()? {
+        return Err(PyValueError::new_err(format!("{what}: the buffer is read-only")));
+    }
+    Ok(mv)
+}
+
 impl HostSource<'_> {
-    fn of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<HostSource<'py>> {
+    /// The bytes of `obj`, a one-dimensional contiguous buffer of bytes
+    /// (see [`byte_view`]).
+    pub(crate) fn of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<HostSource<'py>> {
+        byte_view(obj, "the host buffer", false)?;
         if !obj.is_instance_of::<PyBytes>() {
             if let Some((ptr, len)) = host_array_source(obj)? {
                 return Ok(HostSource::Array {
@@ -165,7 +195,7 @@ impl HostSource<'_> {
     }
 
     /// `(address, length)`, valid while `self` lives.
-    fn span(&self) -> (u64, usize) {
+    pub(crate) fn span(&self) -> (u64, usize) {
         match self {
             HostSource::Array { ptr, len, .. } => (*ptr, *len),
             HostSource::Bytes(b) => (b.as_bytes().as_ptr() as u64, b.as_bytes().len()),
@@ -265,11 +295,12 @@ impl PyDeviceBuffer {
             _ => (rmm::mr::current_device_resource(), None),
         };
         let view = stream.get().view();
+        errors::clear_callback_error();
         // Without the GIL: a pool may wait for its lock, a callback resource
         // takes the GIL back itself.
         let buf = py
             .detach(|| rmm::DeviceBuffer::with_resource(size, view, shared))
-            .py_err()?;
+            .map_err(errors::alloc_to_py)?;
         Ok(PyDeviceBuffer {
             buf,
             stream,
@@ -323,12 +354,13 @@ impl PyDeviceBuffer {
     fn regrow(
         &mut self,
         py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         op: impl FnOnce(&mut rmm::DeviceBuffer, CudaStreamView<'_>) -> rmm::Result<()> + Send,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let (buf, view) = (&mut self.buf, stream.get().view());
-        py.detach(|| op(buf, view)).py_err()?;
+        errors::clear_callback_error();
+        py.detach(|| op(buf, view)).map_err(errors::alloc_to_py)?;
         self.stream = stream;
         Ok(())
     }
@@ -366,19 +398,19 @@ impl PyDeviceBuffer {
     /// `size` bytes from `mr` (default: the current device's resource);
     /// with `ptr`, a copy of the `size` bytes there (device or host).
     #[new]
-    #[pyo3(signature = (*, ptr=None, size=None, stream=None, mr=None))]
+    #[pyo3(signature = (*, ptr=None, size=None, stream=StreamParam::Omitted, mr=None))]
     fn py_new(
         py: Python<'_>,
         ptr: Option<u64>,
         size: Option<&Bound<'_, PyAny>>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         mr: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let size = match size {
             Some(s) => size_arg(s, "size")?,
             None => 0,
         };
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let me = Self::make(py, size, stream, mr)?;
         if let Some(src) = ptr.filter(|&p| p != 0) {
             if size > 0 {
@@ -446,8 +478,42 @@ impl PyDeviceBuffer {
         self.buf.size()
     }
 
+    /// The size in bytes, as RMM reports it (not the capacity).
     fn __sizeof__(&self) -> usize {
-        self.buf.capacity()
+        self.buf.size()
+    }
+
+    /// The contents as `bytes` (`tobytes()` on the default stream).
+    fn __bytes__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = self.read_host(py, self.stream.get())?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// A deep copy: a new buffer of the same size from the same resource,
+    /// on the same stream, holding the same bytes (a simulated buffer's
+    /// copy is a simulated buffer of the same size).
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        let stream = self.stream.clone_ref(py);
+        let (buf, view) = (&self.buf, stream.get().view());
+        let resource = buf.resource().clone();
+        errors::clear_callback_error();
+        let copy = py
+            .detach(|| buf.try_clone_on(view, resource))
+            .map_err(errors::alloc_to_py)?;
+        if !copy.resource().is_simulated() {
+            // As `DeviceBuffer(ptr=, size=)`: the copy is done when this returns.
+            py.detach(|| view.synchronize()).py_err()?;
+        }
+        Ok(PyDeviceBuffer {
+            buf: copy,
+            stream,
+            mr: self.mr.as_ref().map(|m| m.clone_ref(py)),
+        })
+    }
+
+    /// Same as `copy()`.
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+        self.copy(py)
     }
 
     fn __repr__(&self) -> String {
@@ -461,43 +527,47 @@ impl PyDeviceBuffer {
 
     /// Sets the size; beyond the capacity the memory is reallocated and the
     /// contents kept. The buffer's stream becomes `stream`.
-    #[pyo3(signature = (new_size, stream=None))]
+    #[pyo3(signature = (new_size, stream=StreamParam::Omitted))]
     fn resize(
         &mut self,
         py: Python<'_>,
         new_size: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
         let n = size_arg(new_size, "new_size")?;
         self.regrow(py, stream, |buf, view| buf.resize(n, view))
     }
 
     /// Grows the capacity to at least `new_capacity`, keeping the contents.
-    #[pyo3(signature = (new_capacity, stream=None))]
+    #[pyo3(signature = (new_capacity, stream=StreamParam::Omitted))]
     fn reserve(
         &mut self,
         py: Python<'_>,
         new_capacity: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
         let n = size_arg(new_capacity, "new_capacity")?;
         self.regrow(py, stream, |buf, view| buf.reserve(n, view))
     }
 
-    /// Copies the buffer to host memory: into `ary` (any writable,
-    /// C-contiguous bytes-like object of at least `size` bytes) or into a
-    /// new NumPy uint8 array (a bytearray without NumPy); returns it.
-    #[pyo3(signature = (ary=None, stream=None))]
+    /// Copies the buffer to host memory: into `ary` (a writable,
+    /// one-dimensional, C-contiguous buffer of bytes of at least `size`
+    /// bytes, as RMM takes it) or into a new NumPy uint8 array (a bytearray
+    /// without NumPy); returns it.
+    #[pyo3(signature = (ary=None, stream=StreamParam::Omitted))]
     fn copy_to_host<'py>(
         &self,
         py: Python<'py>,
         ary: Option<&Bound<'py, PyAny>>,
-        stream: Option<&Bound<'py, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let n = self.buf.size();
         let target = match ary {
-            Some(a) if !a.is_none() => a.clone(),
+            Some(a) if !a.is_none() => {
+                byte_view(a, "copy_to_host: ary", true)?;
+                a.clone()
+            }
             _ => match py.import("numpy") {
                 // Bytes, as RMM returns (numpy's default dtype is float64).
                 Ok(np) => np.call_method1("empty", ((n,), "uint8"))?.into_any(),
@@ -540,14 +610,14 @@ impl PyDeviceBuffer {
 
     /// Copies host bytes (any bytes-like object of at most `size` bytes)
     /// to the start of the buffer.
-    #[pyo3(signature = (ary, stream=None))]
+    #[pyo3(signature = (ary, stream=StreamParam::Omitted))]
     fn copy_from_host(
         &self,
         py: Python<'_>,
         ary: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let src = HostSource::of(ary)?;
         self.write_host(py, &src, stream.get())
     }
@@ -555,14 +625,14 @@ impl PyDeviceBuffer {
     /// Copies device memory (a DeviceBuffer or anything with a C-contiguous
     /// `__cuda_array_interface__`, at most `size` bytes) to the start of the
     /// buffer.
-    #[pyo3(signature = (cuda_ary, stream=None))]
+    #[pyo3(signature = (cuda_ary, stream=StreamParam::Omitted))]
     fn copy_from_device(
         &self,
         py: Python<'_>,
         cuda_ary: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
     ) -> PyResult<()> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let (src, n, src_stream) = device_source(cuda_ary)?;
         if !self.copy_into_needed("copy_from_device", n)? {
             return Ok(());
@@ -592,14 +662,14 @@ impl PyDeviceBuffer {
 
     /// A new buffer holding a copy of the host bytes `b`.
     #[staticmethod]
-    #[pyo3(signature = (b, stream=None, mr=None))]
-    fn to_device(
+    #[pyo3(signature = (b, stream=StreamParam::Omitted, mr=None))]
+    pub(crate) fn to_device(
         py: Python<'_>,
         b: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyAny>>,
+        stream: StreamParam<'_>,
         mr: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let stream = stream_arg(py, stream)?;
+        let stream = stream.resolve(py)?;
         let src = HostSource::of(b)?;
         let me = Self::make(py, src.span().1, stream, mr)?;
         me.write_host(py, &src, me.stream.get())?;
@@ -607,13 +677,9 @@ impl PyDeviceBuffer {
     }
 
     /// The buffer's contents as `bytes`.
-    #[pyo3(signature = (stream=None))]
-    fn tobytes<'py>(
-        &self,
-        py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let stream = stream_arg(py, stream)?;
+    #[pyo3(signature = (stream=StreamParam::Omitted))]
+    fn tobytes<'py>(&self, py: Python<'py>, stream: StreamParam<'_>) -> PyResult<Bound<'py, PyBytes>> {
+        let stream = stream.resolve(py)?;
         let data = self.read_host(py, stream.get())?;
         Ok(PyBytes::new(py, &data))
     }
@@ -662,17 +728,19 @@ impl PyDeviceBuffer {
         Ok(d)
     }
 
-    /// Pickling copies the contents through the host.
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
-        let rebuild = py.import("rmm_rs._pickle")?.getattr("rebuild_device_buffer")?;
-        let data = self.read_host(py, self.stream.get()).map_err(|e| {
+    /// Pickling copies the contents through the host, as RMM does:
+    /// `to_device(copy_to_host())`, so that pickle protocol 5 carries the
+    /// bytes out of band (a NumPy array).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let rebuild = py.import("rmm_rs._lib")?.getattr("to_device")?;
+        let host = self.copy_to_host(py, None, StreamParam::Omitted).map_err(|e| {
             if self.buf.resource().is_simulated() {
                 PyTypeError::new_err(format!("cannot pickle a simulated DeviceBuffer: {e}"))
             } else {
                 e
             }
         })?;
-        Ok((rebuild, (PyBytes::new(py, &data),)))
+        Ok((rebuild, (host,)))
     }
 }
 

@@ -2,20 +2,26 @@
 //!
 //! The Python package (`python/rmm_rs/`) mirrors RAPIDS RMM's Python API;
 //! this extension module holds what has to be native: the memory resources
-//! and adaptors over the `rmm` crate (`resources`), `DeviceBuffer`
-//! (`buffer`), streams (`stream`), the per-device registry, the debug
-//! logger's level (`logging`) and the two C-ABI functions PyTorch's
-//! `CUDAPluggableAllocator` calls (`ffi`).
+//! and adaptors over the `rmm` crate and the per-device registry
+//! (`resources`, one file per kind), `DeviceBuffer` (`buffer`), RMM's
+//! copies between raw addresses (`pointer_copies`), streams, stream flags
+//! and the stream pool (`stream`), the debug logger's level (`logging`)
+//! and the two C-ABI functions PyTorch's `CUDAPluggableAllocator` calls
+//! (`ffi`).
 //!
 //! Errors: every `rmm::Error` becomes a Python exception in one place,
 //! `errors::to_py`: out-of-memory and bad-alloc become `MemoryError`
 //! (the message keeps `out_of_memory`), invalid arguments `ValueError`,
-//! driver failures `rmm_rs.CUDAError`, a missing driver
-//! `rmm_rs.DriverUnavailableError`, anything else `rmm_rs.RMMError`.
+//! driver failures `rmm_rs.CUDAError` (a `MemoryError` when an allocation
+//! fails, as in RMM), a missing driver `rmm_rs.DriverUnavailableError`,
+//! anything else `rmm_rs.RMMError`; an exception of a Python callback
+//! inside an allocation leaves it as RMM translates it.
 //!
-//! No `unsafe` outside `ffi` (the exported C functions), `stream`
-//! (views of foreign stream handles) and `buffer` (raw copies between
-//! device and host memory); each block says why it is sound.
+//! No `unsafe` outside `ffi` (the exported C functions), `stream` (views
+//! of foreign stream handles), `buffer` and `pointer_copies` (raw copies
+//! between device and host memory), `resources::base` (the free of a
+//! pointer `allocate()` handed out) and `resources::cuda_async` (a view of
+//! a foreign driver pool); each block says why it is sound.
 #![deny(unsafe_code)]
 
 use pyo3::prelude::*;
@@ -25,6 +31,7 @@ mod env;
 mod errors;
 mod ffi;
 mod logging;
+mod pointer_copies;
 mod resources;
 mod sizes;
 mod stream;
@@ -33,21 +40,16 @@ mod stream;
 #[pymodule]
 #[pyo3(name = "_lib")]
 fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     // The crate's debug logger (RMM_DEBUG_LOG_FILE / RMM_DEBUG_LOG_LEVEL);
     // a logger installed by someone else first is kept.
     logging::install();
-    m.add("RMMError", py.get_type::<errors::RMMError>())?;
-    m.add("CUDAError", py.get_type::<errors::CUDAError>())?;
-    m.add(
-        "DriverUnavailableError",
-        py.get_type::<errors::DriverUnavailableError>(),
-    )?;
+    errors::register(m)?;
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(env::log_file_name, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
     buffer::register(m)?;
+    pointer_copies::register(m)?;
     logging::register(m)?;
     m.add_function(wrap_pyfunction!(ffi::extension_path_symbols, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

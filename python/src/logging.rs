@@ -13,7 +13,12 @@ use pyo3::types::{PyBool, PyInt, PyString};
 /// Levels as rapids-logger numbers them (`rmm.level_enum`).
 const NAMES: [&str; 7] = ["trace", "debug", "info", "warn", "error", "critical", "off"];
 
-/// The level set from Python (index into `NAMES`); info by default.
+/// `level_enum.n_levels`: the number of levels, also accepted as a level
+/// (as rapids-logger does); like `off`, nothing is logged at it.
+const N_LEVELS: u8 = NAMES.len() as u8;
+
+/// The level set from Python (index into `NAMES`, or `N_LEVELS`); info by
+/// default.
 static LEVEL: AtomicU8 = AtomicU8::new(2);
 
 fn filter(level: u8) -> LevelFilter {
@@ -77,8 +82,8 @@ fn level_arg(level: &Bound<'_, PyAny>) -> PyResult<u8> {
         let n: i64 = level.extract()?;
         return u8::try_from(n)
             .ok()
-            .filter(|&n| (n as usize) < NAMES.len())
-            .ok_or_else(|| PyValueError::new_err(format!("logging level {n} is not in 0..=6")));
+            .filter(|&n| n <= N_LEVELS)
+            .ok_or_else(|| PyValueError::new_err(format!("logging level {n} is not in 0..={N_LEVELS}")));
     }
     Err(PyTypeError::new_err(format!(
         "level must be a level name or rmm_rs.level_enum, not {}",
@@ -106,7 +111,8 @@ fn _get_logging_level() -> u8 {
 fn should_log(level: &Bound<'_, PyAny>) -> PyResult<bool> {
     let l = level_arg(level)?;
     let current = LEVEL.load(Ordering::Relaxed);
-    Ok(l != 6 && current != 6 && l >= current)
+    // `off` (6) and `n_levels` (7) log nothing.
+    Ok(l < 6 && current < 6 && l >= current)
 }
 
 /// Writes buffered debug log lines out.

@@ -56,15 +56,20 @@ def test_device_buffer_copies():
     if np is not None:
         arr = b.copy_to_host()
         assert arr.dtype == np.uint8 and arr.tobytes() == data
-        target = np.zeros(10_000 // 4, dtype=np.float32)
+        target = np.zeros(10_000, dtype=np.uint8)
         b.copy_to_host(target)
         assert target.tobytes() == data
         with pytest.raises(ValueError):
             b.copy_to_host(np.zeros(10, dtype=np.uint8))
+        # As RMM: host buffers are one dimension of bytes (uint8).
+        with pytest.raises(ValueError):
+            b.copy_to_host(np.zeros(10_000 // 4, dtype=np.float32))
         # NumPy arrays as sources are copied in place (no host copy first).
         arr = np.arange(1000, dtype=np.float32)
-        nb = rmm.DeviceBuffer.to_device(arr)
+        nb = rmm.DeviceBuffer.to_device(arr.view(np.uint8))
         assert nb.size == 4000 and np.frombuffer(nb.tobytes(), dtype=np.float32).tolist() == arr.tolist()
+        with pytest.raises(ValueError):
+            rmm.DeviceBuffer.to_device(arr)
         ro = np.arange(10, dtype=np.uint8)
         ro.flags.writeable = False
         nb.copy_from_host(ro)
