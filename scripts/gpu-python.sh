@@ -25,7 +25,8 @@
 #                  fails), CuPy/PyTorch/NumPy required, RMM_REQUIRE_GPUS=2
 #                  when there are two GPUs; junit XML kept
 #     5. memcheck  the CuPy workload under compute-sanitizer memcheck, over
-#                  plain cudaMalloc (bounds visible) and over the pool
+#                  plain cudaMalloc (bounds visible) and over the pool, and
+#                  the PyTorch workload over the pool
 #     6. bench     python/bench/alloc_bench.py: PyTorch's caching allocator
 #                  against rmm_rs pool / arena / cuda_async, CuPy's pool
 #                  against rmm_rs pool, with ratios (--quick: fewer steps)
@@ -196,7 +197,13 @@ memcheck() {
       --error-exitcode 1 --report-api-errors no --print-limit 50 \
       "$VENV/bin/python" "$repo/python/tests/workloads/cupy_workload.py" 4) || rc=1
   done
-  [ $rc = 0 ] && echo "memcheck: no errors (cuda and pool)"
+  # PyTorch's MLP and tensors of many sizes through rmm_torch_allocator over
+  # the pool (2 steps: PyTorch starts slowly under the sanitizer).
+  echo "--- PyTorch workload over rmm_rs pool, compute-sanitizer memcheck"
+  (cd /tmp && timeout $((limit / 2)) compute-sanitizer --tool memcheck \
+    --error-exitcode 1 --report-api-errors no --print-limit 50 \
+    "$VENV/bin/python" "$repo/python/tests/workloads/torch_workload.py" pool 2) || rc=1
+  [ $rc = 0 ] && echo "memcheck: no errors (CuPy over cuda and pool, PyTorch over pool)"
   return $rc
 }
 
@@ -248,7 +255,7 @@ dask_step() {
 
 rmmsuite() {
   install_compat || return 1
-  SUITE_TIMEOUT=$limit bash "$repo/scripts/rmm-suite.sh" run --tests "$repo/.rmm-suite/tests" --out "$logs" \
+  SUITE_TIMEOUT=${SUITE_TIMEOUT:-$limit} bash "$repo/scripts/rmm-suite.sh" run --tests "$repo/.rmm-suite/tests" --out "$logs" \
     --python "$VENV/bin/python"
 }
 

@@ -18,7 +18,8 @@
 #     and writes OUT/rmm-suite.xml (junit), OUT/rmm-suite.log and
 #     OUT/rmm-suite-summary.md: the pass count and every failure grouped by
 #     reason, most frequent first (scripts/rmm_suite_summary.py).
-#     A run stops after SUITE_TIMEOUT seconds (default 480).
+#     A run stops after SUITE_TIMEOUT seconds (default 480), by SIGINT, so that
+#     pytest still writes the XML of what ran.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -102,7 +103,7 @@ run() {
   # pytest-timeout's per-test limit, where it is installed (the GPU image has it).
   local per_test=()
   "$py" -c 'import pytest_timeout' 2>/dev/null && per_test=(--timeout "${TEST_TIMEOUT:-120}")
-  (cd "$tests" && PYTHONUNBUFFERED=1 timeout "${SUITE_TIMEOUT:-480}" "$py" -m pytest -p no:cacheprovider -q -rN --continue-on-collection-errors \
+  (cd "$tests" && PYTHONUNBUFFERED=1 timeout -s INT -k 30 "${SUITE_TIMEOUT:-480}" "$py" -m pytest -p no:cacheprovider -q -rN --continue-on-collection-errors \
     --rootdir "$tests" -c "$tests/pytest.ini" "${per_test[@]}" \
     --junitxml "$out/rmm-suite.xml" -o junit_family=xunit2 "${args[@]}" . ) >"$out/rmm-suite.log" 2>&1
   local rc=$?
