@@ -103,7 +103,7 @@ run() {
   # pytest-timeout's per-test limit, where it is installed (the GPU image has it).
   local per_test=()
   "$py" -c 'import pytest_timeout' 2>/dev/null && per_test=(--timeout "${TEST_TIMEOUT:-120}")
-  (cd "$tests" && PYTHONUNBUFFERED=1 timeout -s INT -k 30 "${SUITE_TIMEOUT:-480}" "$py" -m pytest -p no:cacheprovider -q -rN --continue-on-collection-errors \
+  (cd "$tests" && PYTHONUNBUFFERED=1 timeout -s INT -k 30 "${SUITE_TIMEOUT:-480}" "$py" -m pytest -p no:cacheprovider -v -rN --continue-on-collection-errors \
     --rootdir "$tests" -c "$tests/pytest.ini" "${per_test[@]}" \
     --junitxml "$out/rmm-suite.xml" -o junit_family=xunit2 "${args[@]}" . ) >"$out/rmm-suite.log" 2>&1
   local rc=$?

@@ -141,6 +141,24 @@ def summarise(cases, expected):
     return "\n".join(out)
 
 
+def from_verbose_log(path, expected):
+    """The outcome counts of a run killed before it wrote its XML, from
+    pytest -v's ``file::test PASSED`` lines."""
+    counts = collections.Counter()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r"^\S+::\S+.* (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", line)
+                if m:
+                    counts[m.group(1)] += 1
+    except OSError as e:
+        return f"no log either ({e})"
+    return (
+        f"**{counts['PASSED']} of {expected} passed** before the run stopped (approximate, from pytest -v's log; a test that passed and then failed its teardown counts twice): "
+        + ", ".join(f"{n} {k.lower()}" for k, n in counts.most_common())
+    )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("junit")
@@ -151,6 +169,8 @@ def main():
         cases = load(args.junit)
     except (OSError, ET.ParseError) as e:
         print(f"no junit XML to read ({e}); pytest did not finish")
+        if args.log:
+            print(from_verbose_log(args.log, args.expected))
         return
     print(summarise(cases, args.expected))
     if args.log:
