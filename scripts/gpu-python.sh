@@ -3,10 +3,14 @@
 #
 # Here (the build machine, with Rust and network):
 #   bash scripts/gpu-python.sh --build
-#     builds the rmm_rs wheel (scripts/python-wheel.sh --gpu) into
-#     .gpu-wheel/ (ignored by git), with pytest's wheels in .gpu-wheel/deps/
-#     for a machine without network. Carry .gpu-wheel/ along with the
-#     checkout.
+#     builds the rmm_rs wheel and the compatibility package's wheel
+#     (scripts/python-wheel.sh --gpu --compat) into .gpu-wheel/ (ignored by
+#     git), with pytest's wheels in .gpu-wheel/deps/ for a machine without
+#     network, Dask-CUDA and the parts of its stack the GPU image lacks in
+#     .gpu-wheel/dask/ (versions below), and, where RMM_GIT_DIR names a clone
+#     of rapidsai/rmm, RMM's Python tests in .rmm-suite/tests (never
+#     committed; scripts/rmm-suite.sh fetch). Carry .gpu-wheel/ (and
+#     .rmm-suite/) along with the checkout.
 #
 # There (CPython 3.12 with CuPy and PyTorch, no Rust, no network), from the
 # repository root:
@@ -21,12 +25,24 @@
 #                  fails), CuPy/PyTorch/NumPy required, RMM_REQUIRE_GPUS=2
 #                  when there are two GPUs; junit XML kept
 #     5. memcheck  the CuPy workload under compute-sanitizer memcheck, over
-#                  plain cudaMalloc (bounds visible) and over the pool
+#                  plain cudaMalloc (bounds visible) and over the pool, and
+#                  the PyTorch workload over the pool
 #     6. bench     python/bench/alloc_bench.py: PyTorch's caching allocator
 #                  against rmm_rs pool / arena / cuda_async, CuPy's pool
 #                  against rmm_rs pool, with ratios (--quick: fewer steps)
-#   STEP names some of env, venv, import, pytest, memcheck, bench (default:
-#   all, in that order); a step that needs the venv makes it when it is
+#     7. compat    installs the compatibility package (rmm-rs-compat: `import
+#                  rmm` is rmm_rs) into the venv and runs test_compat.py
+#                  against the installed package
+#     8. dask      installs .gpu-wheel/dask/ (and compat) into the venv and
+#                  runs test_dask.py: LocalCUDACluster(rmm_pool_size=...,
+#                  rmm_managed_memory=...) over rmm_rs; junit XML kept
+#     9. rmmsuite  RMM's own Python tests (.rmm-suite/tests) against rmm_rs
+#                  through the compatibility package (scripts/rmm-suite.sh
+#                  run): rmm-suite.xml, rmm-suite-summary.md (failures by
+#                  reason)
+#   STEP names some of env, venv, import, pytest, memcheck, bench, compat,
+#   dask, rmmsuite (default: the first six, in that order; compat, dask and
+#   rmmsuite only when named); a step that needs the venv makes it when it is
 #   missing. Each step's output goes to $OUT/python/<step>.log (OUT
 #   defaults to /tmp/out); a failing step is logged and the next one runs
 #   anyway; pytest, memcheck and bench each stop after STEP_TIMEOUT
@@ -35,16 +51,34 @@
 #   between calls) and PYTHON (default python3) can be set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Dask-CUDA's newest release and the dask/distributed it pins
+# (rapids-dask-dependency 26.10: dask, distributed >=2026.7.1,<2026.7.2),
+# with the requirements the GPU image lacks; cuda-core is installed there
+# only when the image's is older than dask-cuda's minimum (0.5.1).
+DASK_WHEELS="dask-cuda==26.10.0 dask==2026.7.1 distributed==2026.7.1 partd==1.4.2 locket==1.0.0 zict==3.0.0 tblib==3.2.2 tornado==6.6.1 cuda-core==1.2.2"
 if [ "${1:-}" = "--build" ]; then
-  exec bash scripts/python-wheel.sh --gpu
+  bash scripts/python-wheel.sh --gpu --compat || exit
+  rm -rf .gpu-wheel/dask
+  # shellcheck disable=SC2086
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.12 --implementation cp --platform any --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
+    -d .gpu-wheel/dask $DASK_WHEELS || exit
+  echo "gpu-python: .gpu-wheel/dask holds $(ls .gpu-wheel/dask | tr '\n' ' ')"
+  if [ -n "${RMM_GIT_DIR:-}" ]; then
+    bash scripts/rmm-suite.sh fetch || exit
+  else
+    echo "gpu-python: RMM_GIT_DIR unset: RMM's tests not fetched (step rmmsuite needs .rmm-suite/tests)"
+  fi
+  exit 0
 fi
 quick=()
 steps=()
 for a in "$@"; do
   case "$a" in
     --quick) quick=(--quick) ;;
-    env | venv | import | pytest | memcheck | bench) steps+=("$a") ;;
-    *) echo "gpu-python: unknown option or step $a (steps: env venv import pytest memcheck bench)" >&2; exit 2 ;;
+    env | venv | import | pytest | memcheck | bench | compat | dask | rmmsuite) steps+=("$a") ;;
+    *) echo "gpu-python: unknown option or step $a (steps: env venv import pytest memcheck bench compat dask rmmsuite)" >&2; exit 2 ;;
   esac
 done
 [ ${#steps[@]} -gt 0 ] || steps=(env venv import pytest memcheck bench)
@@ -121,6 +155,10 @@ make_venv() {
     echo "pytest is not in the image: installing it from .gpu-wheel/deps"
     "$VENV/bin/python" -m pip install --no-index --find-links .gpu-wheel/deps pytest || return 1
   fi
+  # The compatibility package and Dask-CUDA, when built (--build): the
+  # whole suite's test_compat.py and test_dask.py need them.
+  if ls .gpu-wheel/rmm_rs_compat-*.whl >/dev/null 2>&1; then install_compat || return 1; fi
+  if ls .gpu-wheel/dask/*.whl >/dev/null 2>&1; then install_dask || return 1; fi
   "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE '^(rmm|pytest|torch|cupy|numba|numpy)' || true
 }
 
@@ -159,8 +197,66 @@ memcheck() {
       --error-exitcode 1 --report-api-errors no --print-limit 50 \
       "$VENV/bin/python" "$repo/python/tests/workloads/cupy_workload.py" 4) || rc=1
   done
-  [ $rc = 0 ] && echo "memcheck: no errors (cuda and pool)"
+  # PyTorch's MLP and tensors of many sizes through rmm_torch_allocator over
+  # the pool (2 steps: PyTorch starts slowly under the sanitizer).
+  echo "--- PyTorch workload over rmm_rs pool, compute-sanitizer memcheck"
+  (cd /tmp && timeout $((limit / 2)) compute-sanitizer --tool memcheck \
+    --error-exitcode 1 --report-api-errors no --print-limit 50 \
+    "$VENV/bin/python" "$repo/python/tests/workloads/torch_workload.py" pool 2) || rc=1
+  [ $rc = 0 ] && echo "memcheck: no errors (CuPy over cuda and pool, PyTorch over pool)"
   return $rc
+}
+
+# pytest-timeout's per-test limit, where the venv has it (the GPU image does).
+per_test_timeout() {
+  "$VENV/bin/python" -c 'import pytest_timeout' 2>/dev/null && echo "--timeout=$1"
+}
+
+install_compat() {
+  local wheel
+  wheel=$(ls .gpu-wheel/rmm_rs_compat-*.whl 2>/dev/null | head -n 1)
+  if [ -z "$wheel" ]; then
+    echo "no .gpu-wheel/rmm_rs_compat-*.whl: run 'bash scripts/gpu-python.sh --build' here first"
+    return 1
+  fi
+  "$VENV/bin/python" -m pip install --quiet --no-index --no-deps --force-reinstall "$wheel" || return 1
+  (cd /tmp && "$VENV/bin/python" -c 'import rmm, rmm_rs; assert rmm is rmm_rs; print("import rmm ->", rmm.__name__)')
+}
+
+compat() {
+  install_compat || return 1
+  (cd "$repo/python/tests" && timeout "$limit" env RMM_REQUIRE_GPU=1 RMM_COMPAT_INSTALLED=1 RMM_REQUIRE_MODULES=cupy \
+    "$VENV/bin/python" -m pytest -ra -p no:cacheprovider $(per_test_timeout 300) test_compat.py \
+    --junitxml="$logs/junit-compat.xml" -o junit_family=xunit2)
+}
+
+install_dask() {
+  local need=(.gpu-wheel/dask/*.whl)
+  [ -e "${need[0]}" ] || { echo "no .gpu-wheel/dask/*.whl: run 'bash scripts/gpu-python.sh --build' here first"; return 1; }
+  # The image's cuda-core when it is new enough for dask-cuda.
+  if "$VENV/bin/python" -c 'import sys
+from importlib.metadata import version
+v = tuple(int(p) for p in version("cuda-core").split(".")[:3] if p.isdigit())
+sys.exit(0 if v >= (0, 5, 1) else 1)' 2>/dev/null; then
+    echo "cuda-core $("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("cuda-core"))') from the image"
+    need=($(ls .gpu-wheel/dask/*.whl | grep -v '/cuda_core-'))
+  fi
+  "$VENV/bin/python" -m pip install --quiet --no-index --no-deps --force-reinstall "${need[@]}" || return 1
+  "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE '^(dask|distributed|cuda-core|tornado|zict|cupy)' || true
+}
+
+dask_step() {
+  install_compat || return 1
+  install_dask || return 1
+  (cd "$repo/python/tests" && timeout "$limit" env RMM_REQUIRE_GPU=1 RMM_COMPAT_INSTALLED=1 \
+    "$VENV/bin/python" -m pytest -ra -p no:cacheprovider $(per_test_timeout 300) test_dask.py \
+    --junitxml="$logs/junit-dask.xml" -o junit_family=xunit2)
+}
+
+rmmsuite() {
+  install_compat || return 1
+  SUITE_TIMEOUT=${SUITE_TIMEOUT:-$limit} bash "$repo/scripts/rmm-suite.sh" run --tests "$repo/.rmm-suite/tests" --out "$logs" \
+    --python "$VENV/bin/python"
 }
 
 bench() {
@@ -181,6 +277,9 @@ for s in "${steps[@]}"; do
         pytest) step pytest run_pytest ;;
         memcheck) step memcheck memcheck ;;
         bench) step bench bench ;;
+        compat) step compat compat ;;
+        dask) step dask dask_step ;;
+        rmmsuite) step rmmsuite rmmsuite ;;
       esac
       ;;
   esac

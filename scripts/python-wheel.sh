@@ -10,14 +10,21 @@
 #                                         # wheels into .gpu-wheel/ for the GPU
 #                                         # machine (no network there; see
 #                                         # scripts/gpu-python.sh)
+#   bash scripts/python-wheel.sh --compat # also: build the opt-in compatibility
+#                                         # package python/compat (rmm-rs-compat:
+#                                         # `import rmm` resolves to rmm_rs) into
+#                                         # target/wheels/ (and .gpu-wheel/ with
+#                                         # --gpu); not installed into the venv
 #
 # PYTHON picks the interpreter for the venv (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gpu=0
+compat=0
 for a in "$@"; do
   case "$a" in
     --gpu) gpu=1 ;;
+    --compat) compat=1 ;;
     *) echo "python-wheel: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -45,10 +52,18 @@ rm -f target/wheels/rmm_rs-*.whl
 wheel=$(ls target/wheels/rmm_rs-*.whl)
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 echo "python-wheel: installed $wheel into $venv"
+if [ "$compat" = 1 ]; then
+  # Pure Python (setuptools, fetched by pip's build isolation); the build
+  # leaves nothing in python/compat but the ignored build/ and egg-info.
+  rm -f target/wheels/rmm_rs_compat-*.whl
+  "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w target/wheels python/compat
+  echo "python-wheel: built $(ls target/wheels/rmm_rs_compat-*.whl)"
+fi
 if [ "$gpu" = 1 ]; then
   rm -rf .gpu-wheel
   mkdir -p .gpu-wheel/deps
   cp "$wheel" .gpu-wheel/
+  [ "$compat" = 1 ] && cp target/wheels/rmm_rs_compat-*.whl .gpu-wheel/
   # pytest for the GPU machine's CPython 3.12 (pure-Python wheels).
   "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
     --python-version 3.12 --implementation cp --platform any -d .gpu-wheel/deps pytest
