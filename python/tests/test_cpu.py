@@ -1157,9 +1157,16 @@ torch = types.ModuleType("torch")
 torch.cuda = types.ModuleType("torch.cuda")
 torch.cuda.memory = types.ModuleType("torch.cuda.memory")
 torch.cuda.memory.CUDAPluggableAllocator = CUDAPluggableAllocator
+torch.cuda.is_available = lambda: False
 sys.modules.update({"torch": torch, "torch.cuda": torch.cuda, "torch.cuda.memory": torch.cuda.memory})
 import rmm_rs
-from rmm_rs.allocators.torch import rmm_torch_allocator
+import rmm_rs.allocators.torch as hook
+# As in RMM: None while PyTorch has no CUDA.
+assert hook.rmm_torch_allocator is None and made == []
+torch.cuda.is_available = lambda: True
+import importlib
+importlib.reload(hook)
+rmm_torch_allocator = hook.rmm_torch_allocator
 assert isinstance(rmm_torch_allocator, CUDAPluggableAllocator)
 (path, a, f), = made
 assert path == rmm_rs._lib.__file__
