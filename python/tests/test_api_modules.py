@@ -494,6 +494,9 @@ def test_gpu_module_type_checks():
         gpu.setDevice("0")
     with pytest.raises(TypeError):
         gpu.getDeviceAttribute(16, None)
+    for bad_attr in ("16", True, 1.0, None):
+        with pytest.raises(TypeError, match="cudaDeviceAttr"):
+            gpu.getDeviceAttribute(bad_attr, 0)
     assert isinstance(gpu.driverGetVersion(), int)
     assert gpu.runtimeGetVersion() == gpu.driverGetVersion()
 

@@ -136,14 +136,24 @@ def getDeviceCount():
     return _lib.device_count()
 
 
+def _attribute_number(attr):
+    """The number of a device attribute: an int (``IntEnum`` members are)
+    or an enum member whose ``value`` is one."""
+    value = attr if isinstance(attr, int) else getattr(attr, "value", None)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"attr must be a cudaDeviceAttr or an int, not {type(attr).__name__}")
+    return int(value)
+
+
 def getDeviceAttribute(attr, device):
     """The int value of device attribute ``attr`` (a ``cudaDeviceAttr``
     member or its number) of ``device``."""
+    number = _attribute_number(attr)
     lib = _check_device(device)
     handle, value = ctypes.c_int(0), ctypes.c_int(0)
     status = lib.cuDeviceGet(ctypes.byref(handle), device)
     if status == 0:
-        status = lib.cuDeviceGetAttribute(ctypes.byref(value), int(attr), handle)
+        status = lib.cuDeviceGetAttribute(ctypes.byref(value), number, handle)
     if status != 0:
         raise CUDARuntimeError(status)
     return value.value
