@@ -2,8 +2,9 @@
 hooks and ``RMMError``.
 
 The per-device registry lives in
-``rmm_rs.pylibrmm.memory_resource._memory_resource``; this module only
-calls it (nothing there imports this module).
+``rmm_rs.pylibrmm.memory_resource._registry`` and the set-up in ``._setup``
+(both reached through ``._memory_resource``, as RMM reaches its
+``_initialize``); nothing there imports this module.
 
 >>> import rmm_rs
 >>> calls = []

@@ -85,7 +85,7 @@ def need_module(name):
 @pytest.fixture(autouse=True)
 def _restore_registry():
     """Puts every device's resource back after the test."""
-    from rmm_rs.pylibrmm.memory_resource import _memory_resource as registry
+    from rmm_rs.pylibrmm.memory_resource import _registry as registry
 
     saved = dict(registry._per_device_mrs)
     yield

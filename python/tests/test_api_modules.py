@@ -19,7 +19,7 @@ import rmm_rs as rmm
 from rmm_rs import mr
 from rmm_rs._cuda import gpu
 from rmm_rs.pylibrmm import helper, logger
-from rmm_rs.pylibrmm.memory_resource import _memory_resource as registry
+from rmm_rs.pylibrmm.memory_resource import _memory_resource, _registry, _setup
 
 GPU = rmm_rs.gpu_available()
 PACKAGE = pathlib.Path(rmm_rs.__file__).parent
@@ -35,12 +35,15 @@ def test_one_object_under_every_path():
     assert hasattr(memory_resource, "__path__"), "memory_resource is a package, as in RMM"
     for name in memory_resource.__all__:
         if name != "experimental":  # two modules, as in RMM, naming one class
-            assert getattr(mr, name) is getattr(memory_resource, name) is getattr(registry, name), name
+            assert getattr(mr, name) is getattr(memory_resource, name) is getattr(_memory_resource, name), name
     assert mr.experimental.CudaAsyncManagedMemoryResource is (
         memory_resource.experimental.CudaAsyncManagedMemoryResource
     )
-    assert rmm.enable_logging is mr.enable_logging is registry.enable_logging
-    assert rmm.get_log_filenames is registry.get_log_filenames
+    assert rmm.enable_logging is mr.enable_logging is _setup.enable_logging
+    assert rmm.get_log_filenames is _setup.get_log_filenames
+    assert _memory_resource._initialize is _setup._initialize
+    assert _memory_resource._flush_logs is _setup._flush_logs
+    assert mr.is_initialized is _registry.is_initialized
     assert rmm._cuda.stream.Stream is rmm.pylibrmm.stream.Stream is rmm.Stream
     assert rmm.librmm._logger.level_enum is logger.level_enum is rmm.level_enum
     assert rmm.pylibrmm.DeviceBuffer is rmm.DeviceBuffer is rmm.pylibrmm.device_buffer.DeviceBuffer
@@ -89,14 +92,13 @@ def test_no_import_circle():
 
     for name in sorted(graph):
         visit(name, [])
-    # The registry module is the one home of the set-up: it imports neither
-    # the top-level functions nor the modules re-exporting it.
-    assert not graph["rmm_rs.pylibrmm.memory_resource._memory_resource"] & {
-        "rmm_rs",
-        "rmm_rs.rmm",
-        "rmm_rs.mr",
-        "rmm_rs.statistics",
-    }
+    # The registry and the set-up import neither the top-level functions nor
+    # the modules re-exporting them; the registry not even the set-up.
+    above = {"rmm_rs", "rmm_rs.rmm", "rmm_rs.mr", "rmm_rs.statistics"}
+    home = "rmm_rs.pylibrmm.memory_resource."
+    assert not graph[home + "_memory_resource"] & above
+    assert not graph[home + "_setup"] & (above | {home + "_memory_resource"})
+    assert not graph[home + "_registry"] & (above | {home + "_memory_resource", home + "_setup"})
 
 
 @pytest.mark.parametrize(
@@ -136,7 +138,7 @@ def test_signatures_as_in_rmm():
         ("log_file_name", pos, None),
         ("simulated_memory", "KEYWORD_ONLY", None),
     ]
-    assert params(registry._initialize)[:7] == params(rmm.reinitialize)[:7]
+    assert params(_setup._initialize)[:7] == params(rmm.reinitialize)[:7]
     assert params(rmm.register_reinitialize_hook) == [
         ("func", pos, inspect.Parameter.empty),
         ("args", "VAR_POSITIONAL", inspect.Parameter.empty),
@@ -249,12 +251,12 @@ def test_is_initialized_follows_rmms_rule():
         "True",
     ]
     assert rmm.is_initialized()
-    registry._per_device_mrs[9] = mr.DeviceMemoryResource()  # a bare object, as RMM counts it
+    _registry._per_device_mrs[9] = mr.DeviceMemoryResource()  # a bare object, as RMM counts it
     try:
         assert not rmm.is_initialized()
         assert not mr.is_initialized()
     finally:
-        del registry._per_device_mrs[9]
+        del _registry._per_device_mrs[9]
     assert rmm.is_initialized()
 
 
@@ -441,7 +443,7 @@ def test_flush_logs_writes_the_registry_loggers(tmp_path):
     (name,) = rmm.get_log_filenames().values()
     assert name == str(tmp_path / "flush.dev0.csv")
     rmm.DeviceBuffer(size=64)
-    registry._flush_logs()
+    _memory_resource._flush_logs()
     lines = pathlib.Path(name).read_text().splitlines()
     assert lines[0] == "Thread,Time,Action,Pointer,Size,Stream"
     assert [line.split(",")[2] for line in lines[1:]] == ["allocate", "free"]
@@ -556,7 +558,7 @@ def test_reinitialize_logging_names_on_the_gpu(tmp_path, monkeypatch):
     rmm.reinitialize(logging=True, log_file_name="gpu.csv")
     assert rmm.get_log_filenames() == {0: str(tmp_path / "gpu.dev0.csv")}
     rmm.DeviceBuffer(size=10)
-    registry._flush_logs()
+    _memory_resource._flush_logs()
     assert "allocate" in (tmp_path / "gpu.dev0.csv").read_text()
 
 
