@@ -64,13 +64,13 @@ class BinningMemoryResource(_lib._BinningMemoryResource):
     With ``min_size_exponent`` and ``max_size_exponent`` it starts with a
     ``FixedSizeMemoryResource`` bin for each power of two in between;
     ``add_bin(size, bin_resource=None)`` adds more (before the resource is
-    used). ``bin_mrs`` lists the bin resources.
+    used).
 
     >>> import rmm_rs
     >>> sim = rmm_rs.mr.SimulatedMemoryResource("1GiB")
-    >>> mr = rmm_rs.mr.BinningMemoryResource(sim, 10, 12)
-    >>> len(mr.bin_mrs)
-    3
+    >>> mr = rmm_rs.mr.BinningMemoryResource(sim, 10, 12)  # bins of 1, 2, 4 KiB
+    >>> mr.allocate(3000) != 0
+    True
     """
 
     def __init__(self, upstream_mr, min_size_exponent=-1, max_size_exponent=-1):
