@@ -44,6 +44,10 @@ from rmm_rs.pylibrmm.memory_resource import (
 )
 from rmm_rs.mr import experimental
 
+# The current device as the registry counts it (0 without a GPU); private,
+# for tests.
+from rmm_rs.pylibrmm.memory_resource._registry import _current_device  # noqa: F401
+
 __all__ = [
     "AlignedResourceAdaptor",
     "ArenaMemoryResource",
