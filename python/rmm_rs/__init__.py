@@ -5,7 +5,11 @@
 registry), ``rmm.statistics`` (counters and the memory profiler), the
 logging-level functions, and the allocator hooks in
 ``rmm_rs.allocators.cupy`` / ``.numba`` / ``.torch`` (imported on demand:
-the package itself needs none of CuPy, Numba or PyTorch).
+the package itself needs none of CuPy, Numba or PyTorch). Every module of
+RMM 26.08 is here under the same path (``rmm.pylibrmm.memory_resource``
+is ``rmm_rs.pylibrmm.memory_resource``, ``rmm._cuda.gpu`` is
+``rmm_rs._cuda.gpu``...), with the same ``__all__`` plus a few names of
+rmm_rs's own (python/README.md lists them and every other difference).
 
 The CUDA driver (``libcuda.so.1``) is loaded at run time: the package
 imports on a machine without a GPU, where every GPU call raises
