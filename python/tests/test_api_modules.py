@@ -117,6 +117,23 @@ def test_any_module_imports_first(first):
     assert out.split() == ["rmm_rs.rmm"]
 
 
+def test_plain_import_binds_every_rmm_submodule():
+    # RMM's test_helpers.py reaches rmm._cuda.gpu after a bare ``import rmm``.
+    code = (
+        "import rmm_rs\n"
+        "names = ['_cuda.gpu.getDevice', '_cuda.stream.Stream', 'mr.experimental', 'rmm.reinitialize',\n"
+        "         'pylibrmm.memory_resource._memory_resource._flush_logs', 'pylibrmm.cuda_stream_pool',\n"
+        "         'pylibrmm.helper.parse_bytes', 'pylibrmm.logger', 'pylibrmm.stream', 'pylibrmm.device_buffer',\n"
+        "         'pylibrmm.memory_resource.experimental', 'statistics', '_version']\n"
+        "for name in names:\n"
+        "    obj = rmm_rs\n"
+        "    for part in name.split('.'):\n"
+        "        obj = getattr(obj, part)\n"
+        "print('ok')\n"
+    )
+    assert run_py(code).strip() == "ok"
+
+
 def test_version_constants():
     assert isinstance(rmm.__git_commit__, str)
     assert rmm.__version__ == rmm_rs._lib.__version__ != ""
