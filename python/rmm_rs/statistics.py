@@ -108,6 +108,11 @@ class ProfilerRecords:
         with self._lock:
             return {k: ProfilerRecords.MemoryRecord(**vars(v)) for k, v in self._records.items()}
 
+    def clear(self):
+        """Forgets every record (rmm_rs only)."""
+        with self._lock:
+            self._records.clear()
+
     def report(self, ordered_by="memory_peak"):
         """The records as RMM formats them, largest ``ordered_by`` first
         (``memory_peak``, ``memory_total`` or ``num_calls``).

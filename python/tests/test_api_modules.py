@@ -426,6 +426,8 @@ def test_profiler_report_format(sim):
     assert records.report(ordered_by="num_calls") == expected
     assert str(records) == records.report()
     assert repr(records).startswith("ProfilerRecords({")
+    records.clear()
+    assert records.records == {}
 
 
 def test_descriptive_name_of_decorated_function():
