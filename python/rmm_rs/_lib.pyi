@@ -2,6 +2,8 @@
 from os import PathLike
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from rmm_rs.statistics import Statistics
+
 Size = Union[int, str]
 StreamLike = Any  # Stream, or an object with __cuda_stream__ / .cuda_stream / .ptr / .handle
 
@@ -53,19 +55,6 @@ class CudaStreamPool:
     def __init__(self, pool_size: int = 16, flags: CudaStreamFlags = ...) -> None: ...
     def get_stream(self, stream_id: Optional[int] = None) -> Stream: ...
     def get_pool_size(self) -> int: ...
-
-class Statistics:
-    current_bytes: int
-    current_count: int
-    peak_bytes: int
-    peak_count: int
-    total_bytes: int
-    total_count: int
-    def __init__(
-        self, current_bytes: int, current_count: int, peak_bytes: int, peak_count: int, total_bytes: int, total_count: int
-    ) -> None: ...
-    def __getitem__(self, key: str) -> int: ...
-    def keys(self) -> List[str]: ...
 
 class DeviceMemoryResource:
     def allocate(self, nbytes: Size, stream: Optional[StreamLike] = None) -> int: ...

@@ -13,12 +13,54 @@ import functools
 import inspect
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rmm_rs import mr as _mr
-# The counters object StatisticsResourceAdaptor returns (attributes and
-# s["current_bytes"]); defined natively, named here as RMM names it.
-from rmm_rs._lib import Statistics  # noqa: F401
+
+_FIELDS = ("current_bytes", "current_count", "peak_bytes", "peak_count", "total_bytes", "total_count")
+
+
+@dataclass
+class Statistics:
+    """The six counters of a ``StatisticsResourceAdaptor`` scope, what its
+    ``allocation_counts``, ``push_counters()`` and ``pop_counters()``
+    return (the extension makes them through this class).
+
+    As in RMM the counters are attributes; as in the dicts of older
+    releases they are also items (``s["current_bytes"]``, ``keys()``,
+    ``dict(s)``), and a ``Statistics`` equals a mapping of the six names
+    with the same values.
+
+    >>> s = Statistics(10, 1, 10, 1, 30, 2)
+    >>> s.total_bytes, s["total_bytes"]
+    (30, 30)
+    >>> s == dict(s)
+    True
+    """
+
+    current_bytes: int
+    current_count: int
+    peak_bytes: int
+    peak_count: int
+    total_bytes: int
+    total_count: int
+
+    def __getitem__(self, key):
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def keys(self):
+        """The six counter names."""
+        return list(_FIELDS)
+
+    def __eq__(self, other):
+        if isinstance(other, Statistics):
+            return all(self[k] == other[k] for k in _FIELDS)
+        if isinstance(other, Mapping):
+            return set(other.keys()) == set(_FIELDS) and all(self[k] == other[k] for k in _FIELDS)
+        return NotImplemented
 
 
 def _stats_mr():

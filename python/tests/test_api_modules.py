@@ -49,7 +49,7 @@ def test_one_object_under_every_path():
     assert rmm.pylibrmm.DeviceBuffer is rmm.DeviceBuffer is rmm.pylibrmm.device_buffer.DeviceBuffer
     assert rmm.pylibrmm.CudaStreamFlags is rmm.pylibrmm.stream.CudaStreamFlags
     assert rmm.pylibrmm.CudaStreamPool is rmm.pylibrmm.cuda_stream_pool.CudaStreamPool
-    assert rmm.statistics.Statistics is rmm_rs._lib.Statistics
+    assert not hasattr(rmm_rs._lib, "Statistics")  # one home: rmm_rs.statistics
     assert rmm.RMMError is rmm.rmm.RMMError is rmm_rs._lib.RMMError
 
 
@@ -381,6 +381,19 @@ def test_statistics_answer_attributes_and_keys(sim):
         assert s.total_count == s["total_count"] == 1
         with pytest.raises(KeyError):
             s["bogus"]
+        assert s.keys() == [
+            "current_bytes",
+            "current_count",
+            "peak_bytes",
+            "peak_count",
+            "total_bytes",
+            "total_count",
+        ]
+        assert dict(s) == {"current_bytes": 300, "current_count": 1, "peak_bytes": 300, "peak_count": 1,
+                           "total_bytes": 300, "total_count": 1}
+        assert s == dict(s) and s == rmm.statistics.Statistics(**dict(s))
+        assert s != {**dict(s), "total_count": 2} and s != {"current_bytes": 300}
+        assert s != rmm.statistics.Statistics(**{**dict(s), "peak_count": 5})
         pushed = rmm.statistics.push_statistics()
         assert isinstance(pushed, rmm.statistics.Statistics) and pushed["peak_bytes"] == 300
         popped = rmm.statistics.pop_statistics()
