@@ -22,6 +22,7 @@ from rmm_rs.pylibrmm.memory_resource._registry import (
     set_per_device_resource,
 )
 
+
 def _device_list(devices):
     if devices is None:
         return [0]
