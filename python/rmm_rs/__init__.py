@@ -20,6 +20,7 @@ and logging without a GPU.
 """
 
 from rmm_rs._lib import (
+    ConfigurationError,
     CUDAError,
     DriverUnavailableError,
     device_count,
@@ -77,6 +78,7 @@ __all__ = [
     "unregister_reinitialize_hook",
     # rmm_rs's own
     "CUDAError",
+    "ConfigurationError",
     "DEFAULT_STREAM",
     "DriverUnavailableError",
     "LEGACY_DEFAULT_STREAM",

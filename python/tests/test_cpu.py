@@ -133,7 +133,7 @@ _MR_EXTRAS = [
     "get_current_device_resource_type",
 ]
 RMM_RS_EXTRAS = {
-    "rmm": ["CUDAError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
+    "rmm": ["CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
             "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available",
             "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics"],
     "rmm.mr": _MR_EXTRAS,
