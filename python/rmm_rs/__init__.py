@@ -5,7 +5,11 @@
 registry), ``rmm.statistics`` (counters and the memory profiler), the
 logging-level functions, and the allocator hooks in
 ``rmm_rs.allocators.cupy`` / ``.numba`` / ``.torch`` (imported on demand:
-the package itself needs none of CuPy, Numba or PyTorch).
+the package itself needs none of CuPy, Numba or PyTorch). Every module of
+RMM 26.08 is here under the same path (``rmm.pylibrmm.memory_resource``
+is ``rmm_rs.pylibrmm.memory_resource``, ``rmm._cuda.gpu`` is
+``rmm_rs._cuda.gpu``...), with the same ``__all__`` plus a few names of
+rmm_rs's own (python/README.md lists them and every other difference).
 
 The CUDA driver (``libcuda.so.1``) is loaded at run time: the package
 imports on a machine without a GPU, where every GPU call raises
@@ -15,24 +19,37 @@ imports on a machine without a GPU, where every GPU call raises
 and logging without a GPU.
 """
 
-from rmm_rs import _lib
 from rmm_rs._lib import (
+    ConfigurationError,
     CUDAError,
-    DeviceBuffer,
     DriverUnavailableError,
-    RMMError,
     device_count,
-    flush_logger,
     gpu_unavailable_reason,
     parse_bytes,
     read_log,
     replay_log,
+)
+from rmm_rs import mr
+from rmm_rs._version import __git_commit__, __version__
+from rmm_rs.mr import disable_logging, enable_logging, get_log_filenames
+from rmm_rs.pylibrmm.device_buffer import DeviceBuffer
+from rmm_rs.pylibrmm.logger import (
+    flush_logger,
+    get_flush_level,
+    get_logging_level,
+    level_enum,
+    set_flush_level,
     set_logging_level,
     should_log,
 )
-from rmm_rs import mr, pylibrmm, statistics
-from rmm_rs._init import is_initialized, reinitialize
-from rmm_rs.pylibrmm.logger import get_logging_level, level_enum
+from rmm_rs.rmm import (
+    RMMError,
+    is_initialized,
+    register_reinitialize_hook,
+    reinitialize,
+    unregister_reinitialize_hook,
+)
+from rmm_rs import _cuda, pylibrmm, statistics
 from rmm_rs.pylibrmm.stream import (
     DEFAULT_STREAM,
     LEGACY_DEFAULT_STREAM,
@@ -40,31 +57,39 @@ from rmm_rs.pylibrmm.stream import (
     Stream,
 )
 
-__version__ = _lib.__version__
-
 __all__ = [
-    "CUDAError",
-    "DEFAULT_STREAM",
+    # RMM 26.08's rmm.__all__
     "DeviceBuffer",
-    "DriverUnavailableError",
-    "LEGACY_DEFAULT_STREAM",
-    "PER_THREAD_DEFAULT_STREAM",
+    "disable_logging",
     "RMMError",
-    "Stream",
-    "device_count",
+    "enable_logging",
     "flush_logger",
+    "get_flush_level",
+    "get_log_filenames",
     "get_logging_level",
-    "gpu_available",
-    "gpu_unavailable_reason",
     "is_initialized",
     "level_enum",
     "mr",
-    "parse_bytes",
-    "read_log",
+    "register_reinitialize_hook",
     "reinitialize",
-    "replay_log",
+    "set_flush_level",
     "set_logging_level",
     "should_log",
+    "unregister_reinitialize_hook",
+    # rmm_rs's own
+    "CUDAError",
+    "ConfigurationError",
+    "DEFAULT_STREAM",
+    "DriverUnavailableError",
+    "LEGACY_DEFAULT_STREAM",
+    "PER_THREAD_DEFAULT_STREAM",
+    "Stream",
+    "device_count",
+    "gpu_available",
+    "gpu_unavailable_reason",
+    "parse_bytes",
+    "read_log",
+    "replay_log",
     "statistics",
 ]
 

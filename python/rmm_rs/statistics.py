@@ -13,14 +13,31 @@ import functools
 import inspect
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rmm_rs import mr as _mr
 
+_FIELDS = ("current_bytes", "current_count", "peak_bytes", "peak_count", "total_bytes", "total_count")
+
 
 @dataclass
 class Statistics:
-    """The six counters of a ``StatisticsResourceAdaptor`` scope."""
+    """The six counters of a ``StatisticsResourceAdaptor`` scope, what its
+    ``allocation_counts``, ``push_counters()`` and ``pop_counters()``
+    return (the extension makes them through this class).
+
+    As in RMM the counters are attributes; as in the dicts of older
+    releases they are also items (``s["current_bytes"]``, ``keys()``,
+    ``dict(s)``), and a ``Statistics`` equals a mapping of the six names
+    with the same values.
+
+    >>> s = Statistics(10, 1, 10, 1, 30, 2)
+    >>> s.total_bytes, s["total_bytes"]
+    (30, 30)
+    >>> s == dict(s)
+    True
+    """
 
     current_bytes: int
     current_count: int
@@ -28,6 +45,22 @@ class Statistics:
     peak_count: int
     total_bytes: int
     total_count: int
+
+    def __getitem__(self, key):
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def keys(self):
+        """The six counter names."""
+        return list(_FIELDS)
+
+    def __eq__(self, other):
+        if isinstance(other, Statistics):
+            return all(self[k] == other[k] for k in _FIELDS)
+        if isinstance(other, Mapping):
+            return set(other.keys()) == set(_FIELDS) and all(self[k] == other[k] for k in _FIELDS)
+        return NotImplemented
 
 
 def _stats_mr():
@@ -47,35 +80,39 @@ def enable_statistics():
 def get_statistics():
     """The counters of the current scope, or None when statistics are off."""
     res = _stats_mr()
-    return None if res is None else Statistics(**res.allocation_counts)
+    return None if res is None else res.allocation_counts
 
 
 def push_statistics():
     """Starts a nested scope; returns the counters of the scope below (None
     when statistics are off)."""
     res = _stats_mr()
-    return None if res is None else Statistics(**res.push_counters())
+    return None if res is None else res.push_counters()
 
 
 def pop_statistics():
     """Ends the current scope; returns its counters (None when statistics
     are off)."""
     res = _stats_mr()
-    return None if res is None else Statistics(**res.pop_counters())
+    return None if res is None else res.pop_counters()
 
 
 @contextlib.contextmanager
 def statistics():
     """Statistics for the block: a new scope when statistics are on, else a
     ``StatisticsResourceAdaptor`` over the current resource, removed again
-    at the end."""
+    at the end. ``ValueError`` when the block changed the current resource
+    (the adaptor must stay on top)."""
     previous = None
     if push_statistics() is None:
         previous = _mr.get_current_device_resource()
         enable_statistics()
+    current = _mr.get_current_device_resource()
     try:
         yield
     finally:
+        if current is not _mr.get_current_device_resource():
+            raise ValueError("RMM memory source stack was changed while in the statistics context")
         if previous is None:
             pop_statistics()
         else:
@@ -103,7 +140,7 @@ class ProfilerRecords:
         self._records = defaultdict(ProfilerRecords.MemoryRecord)
 
     def add(self, name, data):
-        """Adds one call of ``name`` with its ``Statistics``."""
+        """Adds one call of ``name`` with its ``Statistics`` (thread-safe)."""
         with self._lock:
             self._records[name].add(memory_total=data.total_bytes, memory_peak=data.peak_bytes)
 
@@ -114,86 +151,62 @@ class ProfilerRecords:
             return {k: ProfilerRecords.MemoryRecord(**vars(v)) for k, v in self._records.items()}
 
     def clear(self):
-        """Forgets every record."""
+        """Forgets every record (rmm_rs only)."""
         with self._lock:
             self._records.clear()
 
     def report(self, ordered_by="memory_peak"):
-        """The records as a table, largest ``ordered_by`` first (one of
-        ``memory_peak``, ``memory_total``, ``num_calls``)."""
-        if ordered_by not in ("memory_peak", "memory_total", "num_calls"):
-            raise ValueError(f"ordered_by must be memory_peak, memory_total or num_calls, not {ordered_by!r}")
+        """The records as RMM formats them, largest ``ordered_by`` first
+        (``memory_peak``, ``memory_total`` or ``num_calls``).
+
+        >>> r = ProfilerRecords()
+        >>> r.add("f", Statistics(0, 0, 20, 2, 40, 4))
+        >>> print(r.report().splitlines()[-1])
+             1              20              40  f
+        """
         rows = sorted(self.records.items(), key=lambda kv: getattr(kv[1], ordered_by), reverse=True)
-        lines = [
-            "Memory Profiling",
-            "================",
-            "",
-            "Legends:",
-            "  ncalls       - number of times the function or code block was called",
-            "  memory_peak  - peak memory allocated in function or code block (in bytes)",
-            "  memory_total - total memory allocated in function or code block (in bytes)",
-            "",
-            f"Ordered by: {ordered_by}",
-            "",
-            f"{'ncalls':>8} {'memory_peak':>15} {'memory_total':>15}  filename:lineno(function)",
-        ]
-        for name, r in rows:
-            lines.append(f"{r.num_calls:>8} {r.memory_peak:>15,} {r.memory_total:>15,}  {name}")
-        return "\n".join(lines) + "\n"
+        out = "Memory Profiling\n================\n\n"
+        if not rows:
+            return out + "No data, maybe profiling wasn't enabled?"
+        out += (
+            "Legends:\n"
+            "  ncalls       - number of times the function or code block was called\n"
+            "  memory_peak  - peak memory allocated in function or code block (in bytes)\n"
+            "  memory_total - total memory allocated in function or code block (in bytes)\n"
+            f"\nOrdered by: {ordered_by}\n"
+            "\nncalls     memory_peak    memory_total  filename:lineno(function)\n"
+        )
+        lines = [f"{r.num_calls:6,d} {r.memory_peak:15,d} {r.memory_total:15,d}  {name}" for name, r in rows]
+        return out + "\n".join(lines)
 
     def __repr__(self):
+        return f"{type(self).__name__}({self.records})"
+
+    def __str__(self):
         return self.report()
 
 
 default_profiler_records = ProfilerRecords()
 
 
-def _describe(obj):
-    try:
-        path = inspect.getsourcefile(obj)
-        _, line = inspect.getsourcelines(obj)
-    except (OSError, TypeError):
-        return getattr(obj, "__qualname__", repr(obj))
-    return f"{path}:{line}({obj.__qualname__})"
+def _get_descriptive_name_of_object(obj):
+    """``"<file>:<line>(<qualified name>)"`` of a function (of what it
+    wraps, for decorated ones): the profiler's record name for it."""
+    unwrapped = inspect.unwrap(obj)
+    _, line = inspect.getsourcelines(unwrapped)
+    return f"{inspect.getfile(unwrapped)}:{line}({unwrapped.__qualname__})"
 
 
-class profiler:
-    """Records memory use per function or code block into ``records``::
+class ProfilerContext:
+    """What ``profiler()`` returns: a decorator, or (with a name) a context
+    manager, recording memory statistics into ``records``."""
 
-        @rmm.statistics.profiler()
-        def f(): ...
-
-        with rmm.statistics.profiler(name="block"): ...
-
-    Records only while statistics are enabled (``enable_statistics()`` or
-    inside ``statistics()``).
-    """
-
-    def __init__(self, *, records=default_profiler_records, name=""):
+    def __init__(self, records, name):
         self._records = records
         self._name = name
-        self._names = []
-
-    def __enter__(self):
-        name = self._name
-        if not name:
-            frame = inspect.currentframe()
-            caller = frame.f_back if frame is not None else None
-            name = f"{caller.f_code.co_filename}:{caller.f_lineno}" if caller is not None else "<unknown>"
-            del frame, caller
-        self._names.append(name)
-        push_statistics()
-        return self
-
-    def __exit__(self, *exc):
-        stats = pop_statistics()
-        name = self._names.pop()
-        if stats is not None:
-            self._records.add(name=name, data=stats)
-        return False
 
     def __call__(self, func):
-        name = self._name or _describe(func)
+        name = self._name or _get_descriptive_name_of_object(func)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -207,15 +220,29 @@ class profiler:
 
         return wrapper
 
+    def __enter__(self):
+        if not self._name:
+            raise ValueError("When profiler is used as a context manager, a name must be provided")
+        push_statistics()
+        return self
 
-__all__ = [
-    "ProfilerRecords",
-    "Statistics",
-    "default_profiler_records",
-    "enable_statistics",
-    "get_statistics",
-    "pop_statistics",
-    "profiler",
-    "push_statistics",
-    "statistics",
-]
+    def __exit__(self, exc_type, exc_value, traceback):
+        stats = pop_statistics()
+        if stats is not None:
+            self._records.add(name=self._name, data=stats)
+
+
+def profiler(*, records=default_profiler_records, name=""):
+    """Records memory use per function or code block into ``records``
+    while statistics are enabled (``enable_statistics()`` or inside
+    ``statistics()``); a no-op otherwise::
+
+        @rmm_rs.statistics.profiler()
+        def f(): ...
+
+        with rmm_rs.statistics.profiler(name="block"): ...
+
+    A decorated function's record is named ``file:line(function)``
+    without ``name``; a context manager needs ``name``.
+    """
+    return ProfilerContext(records, name)

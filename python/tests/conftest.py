@@ -85,16 +85,15 @@ def need_module(name):
 @pytest.fixture(autouse=True)
 def _restore_registry():
     """Puts every device's resource back after the test."""
-    import rmm_rs.mr as mr
+    from rmm_rs.pylibrmm.memory_resource import _registry as registry
 
-    saved = dict(mr._per_device_mrs)
+    saved = dict(registry._per_device_mrs)
     yield
-    for device in list(mr._per_device_mrs):
+    for device in list(registry._per_device_mrs):
         if device in saved:
-            mr.set_per_device_resource(device, saved[device])
+            registry.set_per_device_resource(device, saved[device])
         else:
-            mr._lib._reset_per_device_resource(device)
-            mr._per_device_mrs.pop(device, None)
+            registry._reset_per_device_resource(device)
 
 
 @pytest.fixture

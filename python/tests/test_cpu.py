@@ -33,38 +33,135 @@ def test_imports_without_optional_libraries():
     assert out.stdout.strip() == "ok"
 
 
-def test_names_mirror_rmm():
-    for name in [
+# RMM 26.08's public Python modules and their __all__ lists, written out from
+# rapidsai/rmm python/rmm/rmm/ at 5d50a37b9612 (VERSION 26.08.00).
+_RMM_MR_ALL = [
+    "ArenaMemoryResource",
+    "BinningMemoryResource",
+    "CallbackMemoryResource",
+    "CudaAsyncMemoryResource",
+    "CudaAsyncViewMemoryResource",
+    "CudaMemoryResource",
+    "DeviceMemoryResource",
+    "FailureCallbackResourceAdaptor",
+    "FixedSizeMemoryResource",
+    "LimitingResourceAdaptor",
+    "LoggingResourceAdaptor",
+    "ManagedMemoryResource",
+    "PinnedHostMemoryResource",
+    "PoolMemoryResource",
+    "PrefetchResourceAdaptor",
+    "SamHeadroomMemoryResource",
+    "StatisticsResourceAdaptor",
+    "SystemMemoryResource",
+    "TrackingResourceAdaptor",
+    "UpstreamResourceAdaptor",
+    "available_device_memory",
+    "disable_logging",
+    "enable_logging",
+    "experimental",
+    "get_current_device_resource",
+    "get_log_filenames",
+    "get_per_device_resource",
+    "is_initialized",
+    "set_current_device_resource",
+    "set_per_device_resource",
+]
+RMM_ALL = {
+    "rmm": [
         "DeviceBuffer",
-        "reinitialize",
-        "is_initialized",
-        "DEFAULT_STREAM",
-        "set_logging_level",
-        "get_logging_level",
+        "disable_logging",
+        "RMMError",
+        "enable_logging",
         "flush_logger",
-        "should_log",
+        "get_flush_level",
+        "get_log_filenames",
+        "get_logging_level",
+        "is_initialized",
         "level_enum",
         "mr",
-        "statistics",
-    ]:
-        assert hasattr(rmm, name), name
-    from rmm_rs.pylibrmm.stream import DEFAULT_STREAM, Stream  # noqa: F401
-    from rmm_rs.pylibrmm.device_buffer import DeviceBuffer  # noqa: F401
-    from rmm_rs.pylibrmm import memory_resource
+        "register_reinitialize_hook",
+        "reinitialize",
+        "set_flush_level",
+        "set_logging_level",
+        "should_log",
+        "unregister_reinitialize_hook",
+    ],
+    "rmm._version": ["__git_commit__", "__version__"],
+    "rmm.mr": _RMM_MR_ALL,
+    "rmm.mr.experimental": ["CudaAsyncManagedMemoryResource"],
+    "rmm.pylibrmm": ["CudaStreamPool", "CudaStreamFlags", "DeviceBuffer", "memory_resource"],
+    "rmm.pylibrmm.memory_resource": _RMM_MR_ALL,
+    "rmm.pylibrmm.memory_resource.experimental": ["CudaAsyncManagedMemoryResource"],
+    "rmm.pylibrmm.logger": [
+        "flush_logger",
+        "get_flush_level",
+        "get_logging_level",
+        "level_enum",
+        "set_flush_level",
+        "set_logging_level",
+        "should_log",
+    ],
+}
+# RMM 26.08's modules without __all__: the names defined there that code uses.
+RMM_NAMES = {
+    "rmm.rmm": ["RMMError", "reinitialize", "is_initialized", "register_reinitialize_hook",
+                "unregister_reinitialize_hook"],
+    "rmm.statistics": ["Statistics", "enable_statistics", "get_statistics", "push_statistics",
+                       "pop_statistics", "statistics", "ProfilerRecords", "_get_descriptive_name_of_object",
+                       "default_profiler_records", "ProfilerContext", "profiler"],
+    "rmm.pylibrmm.stream": ["CudaStreamFlags", "Stream", "DEFAULT_STREAM", "LEGACY_DEFAULT_STREAM",
+                            "PER_THREAD_DEFAULT_STREAM"],
+    "rmm.pylibrmm.cuda_stream_pool": ["CudaStreamPool"],
+    "rmm.pylibrmm.device_buffer": ["DeviceBuffer", "to_device", "copy_ptr_to_host", "copy_host_to_ptr",
+                                   "copy_device_to_ptr"],
+    "rmm.pylibrmm.helper": ["parse_bytes"],
+    "rmm.pylibrmm.memory_resource._memory_resource": [n for n in _RMM_MR_ALL if n != "experimental"]
+    + ["_initialize", "_flush_logs"],
+    "rmm._cuda.gpu": ["CUDARuntimeError", "CUDADriverError", "driverGetVersion", "getDevice", "setDevice",
+                      "runtimeGetVersion", "getDeviceCount", "getDeviceAttribute", "getDeviceProperties",
+                      "deviceGetName"],
+    "rmm.librmm._logger": ["level_enum"],
+    "rmm.allocators.cupy": ["rmm_cupy_allocator"],
+    "rmm.allocators.torch": ["rmm_torch_allocator"],
+}
+# What rmm_rs adds to RMM's __all__ lists (python/README.md says why).
+_MR_EXTRAS = [
+    "AlignedResourceAdaptor",
+    "CudaAsyncManagedMemoryResource",
+    "SimulatedMemoryResource",
+    "get_current_device_resource_type",
+]
+RMM_RS_EXTRAS = {
+    "rmm": ["CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
+            "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available",
+            "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics"],
+    "rmm.mr": _MR_EXTRAS,
+    "rmm.pylibrmm.memory_resource": _MR_EXTRAS,
+}
 
-    assert memory_resource.PoolMemoryResource is mr.PoolMemoryResource
-    for name in mr.__all__:
-        assert hasattr(mr, name), name
-    for name in [
-        "enable_statistics",
-        "get_statistics",
-        "push_statistics",
-        "pop_statistics",
-        "statistics",
-        "profiler",
-        "default_profiler_records",
-    ]:
-        assert hasattr(rmm.statistics, name), name
+
+def _rmm_rs_module(rmm_name):
+    import importlib
+
+    return importlib.import_module("rmm_rs" + rmm_name[len("rmm"):])
+
+
+@pytest.mark.parametrize("name", sorted(RMM_ALL))
+def test_names_mirror_rmm(name):
+    module = _rmm_rs_module(name)
+    expected = set(RMM_ALL[name]) | set(RMM_RS_EXTRAS.get(name, []))
+    assert sorted(module.__all__) == sorted(expected)
+    assert len(module.__all__) == len(set(module.__all__))
+    for attr in module.__all__:
+        assert hasattr(module, attr), f"{name}.{attr}"
+
+
+@pytest.mark.parametrize("name", sorted(RMM_NAMES))
+def test_modules_without_all_have_rmms_names(name):
+    module = _rmm_rs_module(name)
+    missing = [attr for attr in RMM_NAMES[name] if not hasattr(module, attr)]
+    assert missing == []
 
 
 def test_experimental_module_as_in_rmm():
@@ -677,11 +774,11 @@ def test_reinitialize_arguments():
     finally:
         if env is not None:
             os.environ["RMM_LOG_FILE"] = env
-    # Pool sizes without a pool are ignored, as in RMM (but still checked).
-    rmm.reinitialize(initial_pool_size="1MiB", simulated_memory=1 << 20)
+    # Pool sizes without a pool are ignored, as in RMM (not even parsed).
+    rmm.reinitialize(initial_pool_size="1 parsec", simulated_memory=1 << 20)
     assert isinstance(mr.get_current_device_resource(), mr.SimulatedMemoryResource)
-    with pytest.raises(ValueError):
-        rmm.reinitialize(initial_pool_size="1 parsec", simulated_memory=1 << 20)
+    with pytest.raises(ValueError, match="Could not parse 1 parsec as a byte specification"):
+        rmm.reinitialize(pool_allocator=True, initial_pool_size="1 parsec", simulated_memory=1 << 20)
 
 
 # --- logging to a file, reading and replaying it --------------------------------
@@ -750,7 +847,7 @@ def test_enable_disable_logging(tmp_path, sim):
     assert res.upstream_mr is sim
     mr.enable_logging(log_file_name=tmp_path / "again.csv")  # already logging: unchanged
     assert mr.get_current_device_resource() is res
-    dev = mr._current_device()
+    dev = rmm_rs._lib._current_device()
     assert mr.get_log_filenames()[dev] == str(tmp_path / f"all.dev{dev}.csv")
     rmm.DeviceBuffer(size=10)
     mr.disable_logging()
@@ -808,8 +905,9 @@ def test_profiler(sim):
         a = rmm.DeviceBuffer(size=2000)
         b = rmm.DeviceBuffer(size=2000)
         del a, b
-    with rmm.statistics.profiler(records=records):
-        rmm.DeviceBuffer(size=10)
+    with pytest.raises(ValueError, match="a name must be provided"):
+        with rmm.statistics.profiler(records=records):
+            rmm.DeviceBuffer(size=10)
     recs = records.records
     fname = next(k for k in recs if "(test_profiler.<locals>.f)" in k or k.endswith(".f)"))
     assert recs[fname].num_calls == 2
@@ -820,7 +918,7 @@ def test_profiler(sim):
     report = records.report()
     assert "Memory Profiling" in report and "block" in report
     assert report.index("block") < report.index(fname)  # by peak, largest first
-    with pytest.raises(ValueError):
+    with pytest.raises(AttributeError):
         records.report(ordered_by="bogus")
     assert isinstance(rmm.statistics.default_profiler_records, rmm.statistics.ProfilerRecords)
 
@@ -830,23 +928,22 @@ def test_profiler(sim):
 
 def test_logging_levels():
     old = rmm.get_logging_level()
+    level = rmm.level_enum
     try:
-        rmm.set_logging_level("trace")
-        assert rmm.get_logging_level() == rmm.level_enum.trace
-        assert rmm.should_log(rmm.level_enum.debug)
-        rmm.set_logging_level(rmm.level_enum.error)
-        assert rmm.get_logging_level() is rmm.level_enum.error
-        assert not rmm.should_log("warn")
-        assert rmm.should_log("critical")
-        rmm.set_logging_level("off")
-        assert not rmm.should_log("critical")
+        rmm.set_logging_level(level.trace)
+        assert rmm.get_logging_level() == level.trace
+        assert rmm.should_log(level.debug)
+        rmm.set_logging_level(level.error)
+        assert rmm.get_logging_level() is level.error
+        assert not rmm.should_log(level.warn)
+        assert rmm.should_log(level.critical)
+        rmm.set_logging_level(level.off)
+        assert not rmm.should_log(level.critical)
         rmm.flush_logger()
-        with pytest.raises(ValueError):
-            rmm.set_logging_level("loud")
-        with pytest.raises(ValueError):
-            rmm.set_logging_level(9)
-        with pytest.raises(TypeError):
-            rmm.set_logging_level(2.0)
+        # As in RMM, only level_enum members are levels.
+        for bad in ("trace", "loud", 2, 9, 2.0):
+            with pytest.raises(TypeError, match="level_enum"):
+                rmm.set_logging_level(bad)
     finally:
         rmm.set_logging_level(old)
 
@@ -1065,9 +1162,16 @@ torch = types.ModuleType("torch")
 torch.cuda = types.ModuleType("torch.cuda")
 torch.cuda.memory = types.ModuleType("torch.cuda.memory")
 torch.cuda.memory.CUDAPluggableAllocator = CUDAPluggableAllocator
+torch.cuda.is_available = lambda: False
 sys.modules.update({"torch": torch, "torch.cuda": torch.cuda, "torch.cuda.memory": torch.cuda.memory})
 import rmm_rs
-from rmm_rs.allocators.torch import rmm_torch_allocator
+import rmm_rs.allocators.torch as hook
+# As in RMM: None while PyTorch has no CUDA.
+assert hook.rmm_torch_allocator is None and made == []
+torch.cuda.is_available = lambda: True
+import importlib
+importlib.reload(hook)
+rmm_torch_allocator = hook.rmm_torch_allocator
 assert isinstance(rmm_torch_allocator, CUDAPluggableAllocator)
 (path, a, f), = made
 assert path == rmm_rs._lib.__file__

@@ -236,7 +236,7 @@ def test_reinitialize_gpu(tmp_path):
     del b
     gc.collect()
     res.flush()
-    dev = mr._current_device()
+    dev = rmm_rs._lib._current_device()
     events = rmm.read_log(tmp_path / f"log.dev{dev}.csv")
     assert [e[1] for e in events] == ["allocate", "free"]
     replay = rmm.replay_log(tmp_path / f"log.dev{dev}.csv", mr.CudaMemoryResource())
@@ -272,16 +272,16 @@ def test_reinitialize_two_gpus():
     assert all(isinstance(p, mr.PoolMemoryResource) for p in pools)
     assert pools[0] is not pools[1]
     assert [p.device for p in pools] == [0, 1] or all(p.device is None for p in pools)
-    before = mr._current_device()
+    before = rmm_rs._lib._current_device()
     for d in (0, 1):
-        mr._lib._set_current_device(d)
+        rmm_rs._lib._set_current_device(d)
         try:
             b = rmm.DeviceBuffer.to_device(pattern(1 << 20))
             assert b.device == d
             assert b.mr is pools[d]
             assert b.tobytes() == pattern(1 << 20)
         finally:
-            mr._lib._set_current_device(before)
+            rmm_rs._lib._set_current_device(before)
     # Each device's pool grew by its own allocations only.
     assert pools[0].pool_size() == pools[1].pool_size() == 128 << 20
     # A two-GPU run in one process with PyTorch and CuPy on device 1.

@@ -12,7 +12,7 @@ def rmm_cupy_allocator(nbytes):
     """A ``cupy.cuda.MemoryPointer`` over a ``DeviceBuffer`` of ``nbytes``
     from the current device's resource, ordered on CuPy's current stream."""
     if cupy is None:
-        raise ModuleNotFoundError("CuPy is not installed: rmm_cupy_allocator needs it")
+        raise ModuleNotFoundError("No module named 'cupy'")
     current = cupy.cuda.get_current_stream()
     # The null stream (CuPy's default) needs no wrapper object.
     stream = DEFAULT_STREAM if current.ptr == 0 else Stream(current)

@@ -49,7 +49,7 @@ def main(steps=20):
     dst.copy_from_device(src)
     assert np.frombuffer(dst.tobytes(), dtype=np.float64).tolist() == list(range(1000))
     cp.cuda.Device().synchronize()
-    counts = stats.allocation_counts
+    counts = dict(stats.allocation_counts)
     print(json.dumps(counts))
     return counts
 

@@ -68,7 +68,7 @@ def main(kind="pool", steps=30):
         assert float(t.sum()) == float(i) * n
     del held
     torch.cuda.synchronize()
-    counts = stats.allocation_counts
+    counts = dict(stats.allocation_counts)
     print(json.dumps(counts))
     return counts
 

@@ -1,0 +1,83 @@
+"""``rmm.pylibrmm.memory_resource``: the memory resources, adaptors and
+per-device registry (defined in ``._memory_resource``) and the
+``experimental`` resources.
+
+Beyond RMM's names it has ``SimulatedMemoryResource`` (addresses without
+memory, for GPU-less tests), ``AlignedResourceAdaptor``,
+``CudaAsyncManagedMemoryResource`` (also in ``experimental``, where RMM
+keeps it) and ``get_current_device_resource_type``.
+"""
+
+from rmm_rs.pylibrmm.memory_resource._memory_resource import (
+    AlignedResourceAdaptor,
+    ArenaMemoryResource,
+    BinningMemoryResource,
+    CallbackMemoryResource,
+    CudaAsyncManagedMemoryResource,
+    CudaAsyncMemoryResource,
+    CudaAsyncViewMemoryResource,
+    CudaMemoryResource,
+    DeviceMemoryResource,
+    FailureCallbackResourceAdaptor,
+    FixedSizeMemoryResource,
+    LimitingResourceAdaptor,
+    LoggingResourceAdaptor,
+    ManagedMemoryResource,
+    PinnedHostMemoryResource,
+    PoolMemoryResource,
+    PrefetchResourceAdaptor,
+    SamHeadroomMemoryResource,
+    SimulatedMemoryResource,
+    StatisticsResourceAdaptor,
+    SystemMemoryResource,
+    TrackingResourceAdaptor,
+    UpstreamResourceAdaptor,
+    available_device_memory,
+    disable_logging,
+    enable_logging,
+    get_current_device_resource,
+    get_current_device_resource_type,
+    get_log_filenames,
+    get_per_device_resource,
+    is_initialized,
+    set_current_device_resource,
+    set_per_device_resource,
+)
+from rmm_rs.pylibrmm.memory_resource import experimental
+
+__all__ = [
+    "AlignedResourceAdaptor",
+    "ArenaMemoryResource",
+    "BinningMemoryResource",
+    "CallbackMemoryResource",
+    "CudaAsyncManagedMemoryResource",
+    "CudaAsyncMemoryResource",
+    "CudaAsyncViewMemoryResource",
+    "CudaMemoryResource",
+    "DeviceMemoryResource",
+    "FailureCallbackResourceAdaptor",
+    "FixedSizeMemoryResource",
+    "LimitingResourceAdaptor",
+    "LoggingResourceAdaptor",
+    "ManagedMemoryResource",
+    "PinnedHostMemoryResource",
+    "PoolMemoryResource",
+    "PrefetchResourceAdaptor",
+    "SamHeadroomMemoryResource",
+    "SimulatedMemoryResource",
+    "StatisticsResourceAdaptor",
+    "SystemMemoryResource",
+    "TrackingResourceAdaptor",
+    "UpstreamResourceAdaptor",
+    "available_device_memory",
+    "disable_logging",
+    "enable_logging",
+    "experimental",
+    "get_current_device_resource",
+    "get_current_device_resource_type",
+    "get_log_filenames",
+    "get_per_device_resource",
+    "is_initialized",
+    "set_current_device_resource",
+    "set_per_device_resource",
+]
