@@ -27,7 +27,6 @@
 use pyo3::prelude::*;
 
 mod buffer;
-mod env;
 mod errors;
 mod ffi;
 mod logging;
@@ -45,7 +44,6 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install();
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(env::log_file_name, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
     buffer::register(m)?;
