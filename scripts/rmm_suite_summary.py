@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarises a junit XML of RMM's Python suite run over rmm_rs.
 
-    python3 scripts/rmm_suite_summary.py rmm-suite.xml [--log rmm-suite.log] [--expected 1780]
+    python3 scripts/rmm_suite_summary.py rmm-suite.xml [--log rmm-suite.log] [--expected N]
 
 Prints markdown: the pass count (of ``--expected``, RMM 26.08's test count
 with every file collected, and of the tests that were collected), the
@@ -20,8 +20,10 @@ import re
 import xml.etree.ElementTree as ET
 
 # RMM 26.08's Python suite (rapidsai/rmm python/rmm/rmm/tests at
-# 5d50a37b9612) collects 1780 tests when every file imports.
-RMM_TEST_COUNT = 1780
+# 5d50a37b9612) collects 1603 tests when every file imports (measured on an
+# H200, 2026-12-02). Issue #32 quotes 1780 tests in 25 files, counted on
+# another snapshot of RMM; pass --expected 1780 to compare with it.
+RMM_TEST_COUNT = 1603
 
 
 EXCEPTION = r"[A-Za-z_][\w.]*(Error|Exception|Warning|Interrupt|Exit)\b"
@@ -96,7 +98,8 @@ def summarise(cases, expected):
     passed = counts["passed"]
     out = []
     out.append(
-        f"**{passed} of {expected} passed** ({100 * passed / expected:.1f}%); collected {len(tests)}: "
+        f"**{passed} of {expected} passed** ({100 * passed / expected:.1f}%; "
+        f"{passed} of the {len(tests) - counts['skipped']} that ran, not skipped); collected {len(tests)}: "
         f"{passed} passed, {counts['failed']} failed, "
         f"{counts['error']} errors, {counts['skipped']} skipped; "
         f"{len(collection)} files failed to import"
