@@ -8,6 +8,7 @@ Size = Union[int, str]
 StreamLike = Any  # Stream, or an object with __cuda_stream__ / .cuda_stream / .ptr / .handle
 
 __version__: str
+__git_commit__: str
 
 class RMMError(RuntimeError):
     errcode: Optional[int]

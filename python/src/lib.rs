@@ -51,5 +51,6 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::register(m)?;
     m.add_function(wrap_pyfunction!(ffi::extension_path_symbols, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__git_commit__", env!("RMM_RS_GIT_COMMIT"))?;
     Ok(())
 }

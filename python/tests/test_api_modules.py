@@ -9,6 +9,7 @@ import inspect
 import os
 import pathlib
 import pickle
+import re
 import warnings
 
 import pytest
@@ -136,6 +137,9 @@ def test_plain_import_binds_every_rmm_submodule():
 
 def test_version_constants():
     assert isinstance(rmm.__git_commit__, str)
+    # The wheel the tests run is built from this checkout (a git clone), so
+    # python/build.rs recorded the commit.
+    assert re.fullmatch(r"[0-9a-f]{40}", rmm.__git_commit__), rmm.__git_commit__
     assert rmm.__version__ == rmm_rs._lib.__version__ != ""
     assert rmm._version.__all__ == ["__git_commit__", "__version__"]
 
