@@ -143,17 +143,9 @@ pub(crate) fn byte_view<'py>(
     what: &str,
     writable: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = obj.py();
-    let mv = py
-        .import("builtins")?
-        .getattr("memoryview")?
-        .call1((obj,))
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} has incorrect type (expected bytes-like, got {})",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
+    let mv = memoryview(obj, |ty| {
+        format!("{what} has incorrect type (expected bytes-like, got {ty})")
+    })?;
     let format: String = mv.getattr("format")?.extract()?;
     if format != "B" {
         return Err(PyValueError::new_err(format!(
@@ -203,23 +195,29 @@ impl HostSource<'_> {
     }
 }
 
+/// `memoryview(obj)`; an object without the buffer protocol is a
+/// `TypeError` whose text `message` makes from the object's type name.
+fn memoryview<'py>(
+    obj: &Bound<'py, PyAny>,
+    message: impl FnOnce(&str) -> String,
+) -> PyResult<Bound<'py, PyAny>> {
+    obj.py()
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))
+        .map_err(|_| {
+            let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            PyTypeError::new_err(message(&ty))
+        })
+}
+
 /// The bytes of a host buffer-like object (bytes, bytearray, memoryview,
 /// NumPy array, ...), as `bytes`.
 fn host_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.clone());
     }
-    let py = obj.py();
-    let mv = py
-        .import("builtins")?
-        .getattr("memoryview")?
-        .call1((obj,))
-        .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "expected a bytes-like host buffer, not {}",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
+    let mv = memoryview(obj, |ty| format!("expected a bytes-like host buffer, not {ty}"))?;
     let flat = mv.call_method1("cast", ("B",))?;
     Ok(flat.call_method0("tobytes")?.cast_into::<PyBytes>()?)
 }
