@@ -40,6 +40,8 @@ def test_one_object_under_every_path():
     assert mr.experimental.CudaAsyncManagedMemoryResource is (
         memory_resource.experimental.CudaAsyncManagedMemoryResource
     )
+    assert mr.experimental.__name__ == "rmm_rs.mr.experimental"
+    assert memory_resource.experimental.__name__ == "rmm_rs.pylibrmm.memory_resource.experimental"
     assert rmm.enable_logging is mr.enable_logging is _setup.enable_logging
     assert rmm.get_log_filenames is _setup.get_log_filenames
     assert _memory_resource._initialize is _setup._initialize

@@ -7,9 +7,15 @@
 True
 """
 
+import importlib
+
 from rmm_rs.pylibrmm import memory_resource
 from rmm_rs.pylibrmm.memory_resource import *  # noqa: F403 (the names of its __all__)
-from rmm_rs.mr import experimental
+
+# ``rmm.mr.experimental`` is a module of its own. The star import above bound
+# the name to ``rmm.pylibrmm.memory_resource.experimental``, and a
+# from-import would return that binding without importing the submodule.
+experimental = importlib.import_module("rmm_rs.mr.experimental")
 
 # The current device as the registry counts it (0 without a GPU); private,
 # for tests.
