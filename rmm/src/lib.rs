@@ -23,6 +23,7 @@
 //! | Errors | [`Error`], [`Result`] |
 //! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
+//! | Interop with cudarc (feature `cudarc`) | [`interop`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -50,6 +51,12 @@
 //!   `CUDA_LIBRARY_PATH`), so binaries built with it need the driver to
 //!   start. Off by default; without it no type of the public API comes from
 //!   a driver binding.
+//! * `cudarc`: interop with cudarc 0.19's safe driver API
+//!   (`rmm::interop::cudarc`): streams made from cudarc's `Arc<CudaStream>`,
+//!   containers and spans as cudarc device memory (`DevicePtr`,
+//!   `DevicePtrMut`, kernel arguments), stream-ordered with rmm's streams.
+//!   cudarc stays loaded at run time; nothing of its safe API is in rmm's
+//!   public API without the feature.
 
 pub mod align;
 pub mod buffer;
@@ -58,6 +65,7 @@ pub(crate) mod driver;
 pub mod env;
 pub mod error;
 pub mod exec_policy;
+pub mod interop;
 pub mod launch;
 pub mod logger;
 pub mod mr;

@@ -103,6 +103,33 @@ fn raw_handle(s: &Stream) -> StreamHandle {
     StreamHandle::from_raw(s.as_inner() as usize)
 }
 
+/// What a [`CudaStream`] keeps alive: a stream it made, or (feature
+/// `cudarc`) a cudarc stream it was made from, which cudarc destroys when
+/// its last `Arc` drops (see `crate::interop::cudarc`).
+#[derive(Debug)]
+enum StreamOwner {
+    Ours(Stream),
+    #[cfg(feature = "cudarc")]
+    Cudarc {
+        /// cudarc's `Arc<CudaStream>`, type-erased: cudarc's stream holds
+        /// atomics (its context's counters) that no comparison of ours
+        /// reads, and clippy's `mutable_key_type` would otherwise flag every
+        /// set or map keyed by a stream view.
+        keep: Box<dyn std::any::Any + Send + Sync>,
+        raw: StreamHandle,
+    },
+}
+
+impl StreamOwner {
+    fn handle(&self) -> StreamHandle {
+        match self {
+            StreamOwner::Ours(s) => raw_handle(s),
+            #[cfg(feature = "cudarc")]
+            StreamOwner::Cudarc { raw, .. } => *raw,
+        }
+    }
+}
+
 /// A non-owning, copyable handle to a CUDA stream, valid for `'a`.
 ///
 /// Memory allocated on a stream view is valid in that stream's order. The
@@ -127,7 +154,7 @@ pub struct CudaStreamView<'a> {
     /// The stream this view borrows, when it is one of ours; lets
     /// [`StreamRef::from`] keep it alive. `None` for the special streams and
     /// for views made by [`CudaStreamView::from_raw`].
-    owner: Option<&'a Arc<Stream>>,
+    owner: Option<&'a Arc<StreamOwner>>,
 }
 
 impl CudaStreamView<'static> {
@@ -295,7 +322,7 @@ impl<'a> From<&'a CudaStream> for CudaStreamView<'a> {
 #[derive(Clone)]
 pub struct StreamRef {
     raw: StreamHandle,
-    owner: Option<Arc<Stream>>,
+    owner: Option<Arc<StreamOwner>>,
 }
 
 impl StreamRef {
@@ -367,7 +394,7 @@ impl std::fmt::Debug for StreamRef {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CudaStream {
-    inner: Arc<Stream>,
+    inner: Arc<StreamOwner>,
 }
 
 impl CudaStream {
@@ -399,14 +426,36 @@ impl CudaStream {
 
     fn wrap(inner: Stream) -> Self {
         CudaStream {
-            inner: Arc::new(inner),
+            inner: Arc::new(StreamOwner::Ours(inner)),
+        }
+    }
+
+    /// A stream that keeps cudarc's `stream` alive; the checks are
+    /// `CudaStream::from_cudarc`'s (`crate::interop::cudarc`).
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn wrap_cudarc(stream: Arc<cudarc::driver::CudaStream>) -> Self {
+        let raw = StreamHandle::from_raw(stream.cu_stream() as usize);
+        CudaStream {
+            inner: Arc::new(StreamOwner::Cudarc {
+                keep: Box::new(stream),
+                raw,
+            }),
+        }
+    }
+
+    /// The cudarc stream this stream was made from, if it was.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn cudarc_stream(&self) -> Option<&Arc<cudarc::driver::CudaStream>> {
+        match &*self.inner {
+            StreamOwner::Cudarc { keep, .. } => keep.downcast_ref(),
+            StreamOwner::Ours(_) => None,
         }
     }
 
     /// A view of this stream; it borrows the stream and cannot outlive it.
     pub fn view(&self) -> CudaStreamView<'_> {
         CudaStreamView {
-            raw: raw_handle(&self.inner),
+            raw: self.inner.handle(),
             owner: Some(&self.inner),
         }
     }
@@ -419,20 +468,33 @@ impl CudaStream {
         self.view().synchronize()
     }
 
-    /// The cust stream inside, for `launch!`.
+    /// The cust stream inside, for `launch!`; `None` for a stream made from
+    /// a cudarc stream (feature `cudarc`), which has no cust stream.
     #[cfg(feature = "cust")]
-    pub fn as_cust(&self) -> &Stream {
-        &self.inner
+    pub fn as_cust(&self) -> Option<&Stream> {
+        match &*self.inner {
+            StreamOwner::Ours(s) => Some(s),
+            #[cfg(feature = "cudarc")]
+            StreamOwner::Cudarc { .. } => None,
+        }
     }
 
     /// The cust stream inside, by value, when this is the only reference to
     /// it (no clone, container or policy keeps it); otherwise `self` back.
     ///
     /// # Errors
-    /// `self`, unchanged, when the stream is shared.
+    /// `self`, unchanged, when the stream is shared or was made from a
+    /// cudarc stream.
     #[cfg(feature = "cust")]
     pub fn into_cust(self) -> std::result::Result<Stream, Self> {
-        Arc::try_unwrap(self.inner).map_err(|inner| CudaStream { inner })
+        match Arc::try_unwrap(self.inner) {
+            Ok(StreamOwner::Ours(s)) => Ok(s),
+            #[cfg(feature = "cudarc")]
+            Ok(other) => Err(CudaStream {
+                inner: Arc::new(other),
+            }),
+            Err(inner) => Err(CudaStream { inner }),
+        }
     }
 }
 

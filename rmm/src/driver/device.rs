@@ -166,6 +166,13 @@ pub(super) fn primary_context(device: i32) -> Result<ContextHandle> {
     }
 }
 
+/// `device`'s primary context ([`primary_context`]) as an integer, to
+/// compare with another binding's context handle (the cudarc interop).
+#[cfg(feature = "cudarc")]
+pub fn primary_context_address(device: i32) -> Result<usize> {
+    primary_context(device).map(|c| c.0)
+}
+
 /// Retains `device`'s primary context (one more reference to it); returns
 /// the driver's device handle with it, for the matching release.
 fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, ContextHandle)> {
