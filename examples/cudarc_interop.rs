@@ -12,8 +12,9 @@
 //! pool's counters show that every byte went back.
 //!
 //! cuBLAS is loaded at run time under the names cudarc's `cuda-12080`
-//! bindings try: `libcublas.so`, then `libcublas.so.12` (and older). On a
-//! CUDA 13 machine that has only `libcublas.so.13`, put a directory with a
+//! bindings try: `libcublas.so` (a CUDA toolkit's development link, which
+//! a CUDA 13 toolkit points at `libcublas.so.13`), then `libcublas.so.12`
+//! and older. Where only `libcublas.so.13` exists, put a directory with a
 //! `libcublas.so` link to it on `LD_LIBRARY_PATH` (README, "Using rmm with
 //! cudarc"); the cuBLAS part says so and stops with an error otherwise.
 //!

@@ -28,7 +28,7 @@ impl CudaStream {
     /// meaning ([`CudaStreamView::is_default`] is then true for the former).
     ///
     /// # Errors
-    /// [`Error::Logic`] when `stream` belongs to a context other than its
+    /// [`Error::Logic`](crate::Error::Logic) when `stream` belongs to a context other than its
     /// device's primary context; the driver's error when that device has no
     /// usable primary context.
     ///
@@ -69,7 +69,7 @@ impl CudaStreamView<'_> {
     /// default stream is cudarc's `default_stream`).
     ///
     /// # Errors
-    /// [`Error::Logic`] when `ctx` is not its device's primary context.
+    /// [`Error::Logic`](crate::Error::Logic) when `ctx` is not its device's primary context.
     ///
     /// # Safety
     /// This view's stream belongs to `ctx`'s device, and outlives the

@@ -2,7 +2,7 @@
 //! [`CudarcViewMut`] (read and write), cudarc's `DeviceSlice` /
 //! `DevicePtr` / `DevicePtrMut` over a span of an rmm container, bound to
 //! one cudarc stream and ordered with the container's stream
-//! (see [`order`](super::order)).
+//! (see the rules in [the module docs](super)).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
