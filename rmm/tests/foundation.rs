@@ -124,7 +124,12 @@ fn streams_and_pool() {
     let nb = CudaStream::non_blocking().unwrap();
     assert_ne!(nb.view(), s.view());
     #[cfg(feature = "cust")]
-    assert_eq!(s.as_cust().as_inner() as usize, s.view().as_raw());
+    assert_eq!(
+        s.as_cust()
+            .expect("a stream rmm made has a cust stream")
+            .as_inner() as usize,
+        s.view().as_raw()
+    );
     let pool = CudaStreamPool::new(4).unwrap();
     assert_eq!(pool.pool_size(), 4);
     assert_eq!(pool.get_stream_by_id(5), pool.get_stream_by_id(1));
