@@ -16,6 +16,7 @@
 //! | Containers: untyped bytes, typed vector, one value | [`DeviceBuffer`], [`DeviceUvector`], [`DeviceScalar`] |
 //! | Element types of the typed containers (every bit pattern valid) | [`DevicePod`] |
 //! | Streams: shared owner, borrowed view, owned reference, pool | [`CudaStream`], [`CudaStreamView`], [`StreamRef`], [`CudaStreamPool`] |
+//! | rmm memory and streams under cudarc (feature `cudarc`) | [`interop`] |
 //! | Devices | [`device`] |
 //! | Kernel modules, launches, timing events, raw copies (the driver layer is private) | [`launch`] |
 //! | Your own device work on a container's memory, ordered with its stream | [`DeviceBuffer::access`], [`DeviceBuffer::access_all`]; spans: [`exec_policy::ExecPolicy::launch_ordered`] |
@@ -23,7 +24,6 @@
 //! | Errors | [`Error`], [`Result`] |
 //! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
-//! | Interop with cudarc (feature `cudarc`) | [`interop`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
