@@ -1,6 +1,7 @@
 //! The launchers' tests, one module per former test binary, linked once:
 //! the kernels (fill, copy, sequence, reductions, scans, the radix sort)
-//! over rmm memory, containers and spans. Test names keep their file's name
+//! over rmm memory, containers and spans, and under stream capture
+//! (`capture::`). Test names keep their file's name
 //! as their first path segment (`sort::each_kernel_once_keys_u64`), so a
 //! filter such as `sort::` runs what the `sort` binary ran.
 //!
@@ -10,6 +11,7 @@
 mod algo_util;
 
 mod algorithms;
+mod capture;
 mod container_ops;
 mod copy;
 mod fill;
