@@ -10,7 +10,7 @@ use rmm::device::{DeviceGuard, DeviceId};
 use rmm::exec_policy::ExecPolicy;
 use rmm::graph::{begin_capture, begin_capture_in, CaptureMode, CaptureStatus, GraphPool};
 use rmm::launch::{memcpy_async, memset_async};
-use rmm::mr::{CudaAsyncMemoryResource, MemoryResource};
+use rmm::mr::{CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource, MemoryResource};
 use rmm::{CudaStream, CudaStreamView, DeviceBuffer, DevicePtr, Error};
 
 const N: usize = 4096;
@@ -334,6 +334,34 @@ fn cuda_async_memory_freed_inside_the_graph_replays_any_number_of_times() {
     // The graph's memory goes back to the pool once graph and executable are gone.
     drop((graph, exec));
     s.synchronize().unwrap();
+}
+
+#[test]
+fn cuda_async_managed_memory_freed_inside_the_graph_replays() {
+    rmm_testing::require_gpu!();
+    let _mode = thread_local_captures();
+    let mr = match CudaAsyncManagedMemoryResource::new() {
+        Ok(mr) => mr,
+        // Managed driver pools need CUDA 13; the constructor says so.
+        Err(Error::Logic(why)) => return rmm_testing::report_skip("cuda_async_managed graph", &why),
+        Err(e) => panic!("{e}"),
+    };
+    let s = CudaStream::new().unwrap();
+    let output = DeviceBuffer::new(N, s.view()).unwrap();
+    let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
+    let tmp = mr.allocate(N, 256, capture.stream()).unwrap();
+    // SAFETY: `tmp` is N bytes of graph memory; `output` outlives every launch.
+    unsafe {
+        memset_async(tmp, 0x31, 1, N, capture.stream()).unwrap();
+        memcpy_async(output.data(), tmp, N, capture.stream()).unwrap();
+        mr.deallocate(tmp, N, 256, capture.stream());
+    }
+    let exec = capture.end().unwrap().instantiate().unwrap();
+    for _ in 0..20 {
+        // SAFETY: `output` is alive.
+        unsafe { exec.launch(s.view()) }.unwrap();
+    }
+    assert!(output.to_host(s.view()).unwrap().iter().all(|&b| b == 0x31));
 }
 
 #[test]
