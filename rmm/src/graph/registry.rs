@@ -226,6 +226,18 @@ pub(super) fn begin(
     device: DeviceId,
 ) -> Result<(u64, GraphHandle)> {
     let mut registry = write();
+    // Refused here rather than by the driver, which may invalidate the
+    // capture in progress when asked to begin another.
+    match capture_state(stream)? {
+        CaptureState::None => {}
+        CaptureState::Active { id, .. } => {
+            return Err(crate::Error::Capture {
+                stream: stream.as_raw(),
+                reason: format!("the stream is already capturing (capture {id})"),
+            })
+        }
+        CaptureState::Invalidated => return Err(invalidated(stream)),
+    }
     // SAFETY: a view's stream is live for its lifetime.
     unsafe { driver::stream_begin_capture(stream.handle(), mode) }.map_err(|e| capture_error(stream, e))?;
     let (id, graph) = match capture_state(stream) {
@@ -453,6 +465,7 @@ mod tests {
         let _d = detection_lock();
         let s = crate::CudaStream::new().unwrap();
         let other = crate::CudaStream::new().unwrap();
+        let buf = crate::DeviceBuffer::new(8192, s.view()).unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let found = capture_of(s.view()).unwrap().unwrap();
         assert_eq!((found.id, found.pool.0), (capture.id(), capture.pool().id()));
@@ -471,9 +484,15 @@ mod tests {
             "a joined stream is the same capture, with the same pool"
         );
         assert_eq!(registered_capture_of(other.view()), Some(found.clone()));
+        // SAFETY: `buf` is live device memory of 8192 bytes; the graph is
+        // never launched.
+        unsafe {
+            crate::launch::memset_async(buf.data(), 1, 1, 4096, s.view()).unwrap();
+            crate::launch::memset_async(buf.data().offset(4096), 2, 1, 4096, other.view()).unwrap();
+        }
         crate::stream::stream_wait(s.view(), other.view()).unwrap();
         let graph = capture.end().unwrap();
-        assert!(graph.node_count().unwrap() >= 2);
+        assert_eq!(graph.node_count().unwrap(), 2, "one memset on each stream");
         assert_eq!(registered_capture_of(s.view()), None);
         assert_eq!(registered_capture_of(other.view()), None);
         assert_eq!(capture_of(other.view()), Ok(None));
@@ -519,9 +538,12 @@ mod tests {
     fn an_invalidated_capture_is_a_capture_error() {
         crate::require_gpu!();
         let s = crate::CudaStream::new().unwrap();
+        let other = crate::CudaStream::new().unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let registered = registered_capture_of(s.view()).unwrap();
-        assert!(s.view().synchronize().is_err(), "illegal during capture");
+        // Synchronising another stream on the capturing thread is illegal in
+        // thread-local mode and invalidates the capture.
+        assert!(other.synchronize().is_err(), "illegal during capture");
         let e = capture_of(s.view()).unwrap_err();
         assert!(
             matches!(&e, crate::Error::Capture { stream, .. } if *stream == s.view().as_raw()),
