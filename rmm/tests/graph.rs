@@ -47,6 +47,7 @@ fn capture_status_is_none_then_active_with_the_capture_id_then_none() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
     let s = CudaStream::new().unwrap();
+    let other = CudaStream::new().unwrap();
     assert_eq!(s.view().capture_status().unwrap(), CaptureStatus::None);
     let capture = begin_capture(s.view(), CaptureMode::Global).unwrap();
     assert_eq!(capture.stream(), s.view());
@@ -54,7 +55,6 @@ fn capture_status_is_none_then_active_with_the_capture_id_then_none() {
         s.view().capture_status().unwrap(),
         CaptureStatus::Active { id: capture.id() }
     );
-    let other = CudaStream::new().unwrap();
     assert_eq!(other.view().capture_status().unwrap(), CaptureStatus::None);
     let graph = capture.end().unwrap();
     assert_eq!(graph.node_count().unwrap(), 0);
