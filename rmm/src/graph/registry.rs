@@ -575,8 +575,8 @@ mod tests {
     fn an_rmm_capture_and_its_joined_stream_share_one_pool_on_the_gpu() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let buf = crate::DeviceBuffer::new(8192, s.view()).unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let found = capture_of(s.view()).unwrap().unwrap();
@@ -615,8 +615,8 @@ mod tests {
     fn a_capture_begun_outside_rmm_is_adopted_and_dropped_when_it_ends() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let unseen = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let unseen = crate::CudaStream::non_blocking().unwrap();
         for stream in [&s, &unseen] {
             // SAFETY: both streams are live; each capture is ended below.
             unsafe { driver::stream_begin_capture(stream.view().handle(), StreamCaptureMode::ThreadLocal) }
@@ -649,8 +649,8 @@ mod tests {
     #[test]
     fn an_invalidated_capture_is_a_capture_error() {
         crate::require_gpu!();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let registered = registered_capture_of(s.view()).unwrap();
         // Synchronising another stream on the capturing thread is illegal in
