@@ -6,7 +6,8 @@
 #   bash scripts/gpu-verify.sh tests      # every test binary, RMM_REQUIRE_GPU=1
 #   bash scripts/gpu-verify.sh memcheck   # compute-sanitizer memcheck (sizes capped)
 #   bash scripts/gpu-verify.sh racecheck  # racecheck on the kernels (tiny sizes)
-#   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy
+#   bash scripts/gpu-verify.sh bench      # allocator and kernel benchmarks next to RMM / CuPy,
+#                                         # and graph replay against eager launches
 #   bash scripts/gpu-verify.sh demo       # the demo on the GPU and the criterion micro benchmarks
 #   bash scripts/gpu-verify.sh mixes      # the driver-only stall mixes (REPRO_MIXES, and with
 #                                         # 2 GPUs REPRO_MIXES2), see repro/README.md
@@ -62,7 +63,11 @@ step() {
       }
       race_sort 64 "sort::each_kernel_once_keys_u64 sort::each_kernel_once_pairs_u64" || status=1
       race_sort 32pairs "sort::each_kernel_once_pairs_u32" || status=1
-      race_sort 32keys "sort::each_kernel_once_keys_u32" || status=1 ;;
+      race_sort 32keys "sort::each_kernel_once_keys_u32" || status=1
+      # The kernels captured into graphs and replayed (every launcher, the
+      # pipeline with 20 replays at these sizes), over cuda_async and a pool.
+      RUN_TAG=racecheck-capture RMM_TEST_MAX_LOG2=10 TEST_ARGS="--test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=capture \
+        bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1 ;;
     mixes)
       # The driver-only stall mixes of repro/driver_stall.c (see repro/README.md);
       # the two-device mixes only with two GPUs.
@@ -92,7 +97,9 @@ step() {
       if grep -qE "rc=[1-9]" "${OUT:-.gpu-bench}"/repeat-*/summary.txt; then status=1; fi ;;
     bench)
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
-      bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1 ;;
+      bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1
+      # Graph replay against eager launches (benches/capture.rs).
+      .gpu-bundle/tools/bench-capture | tee "${OUT:-.}/capture-bench.txt" || status=1 ;;
     demo)
       mkdir -p .gpu-bench
       .gpu-bundle/rmm-demo --out .gpu-bench/demo-out || status=1

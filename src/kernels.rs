@@ -21,7 +21,13 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// The module of the current device, loaded on first use (thread safe).
+    /// The module of the current device, loaded on first use (thread safe),
+    /// with every kernel of [`kernel_abi::ALL`] looked up at once.
+    ///
+    /// A first use during a stream capture is safe: [`Module::load`] and
+    /// [`Module::function`] run in the driver's relaxed capture mode, so the
+    /// load neither fails nor invalidates the capture. Calling it once
+    /// before capturing keeps the load out of the capturing thread anyway.
     ///
     /// # Errors
     /// The driver's error when no GPU is usable or the PTX does not load.
@@ -39,10 +45,17 @@ impl Kernels {
         image.push(0);
         let module = Module::load(&image)?;
         let multiprocessors = multiprocessor_count(device)?.max(1) as u32;
+        // Every kernel is resolved now, so no later launch (one under stream
+        // capture included) loads code: with the driver's lazy loading a
+        // function is loaded when it is first looked up.
+        let mut functions = HashMap::with_capacity(kernel_abi::ALL.len());
+        for name in kernel_abi::ALL {
+            functions.insert(name, lookup(&module, name)?);
+        }
         // The module lives as long as the process, like the primary context.
         let k: &'static Kernels = Box::leak(Box::new(Kernels {
             module,
-            functions: Mutex::new(HashMap::new()),
+            functions: Mutex::new(functions),
             multiprocessors,
         }));
         map.insert(device.value(), k);
@@ -58,9 +71,7 @@ impl Kernels {
         if let Some(&h) = f.get(name) {
             return Ok(h);
         }
-        let cname =
-            CString::new(name).map_err(|_| rmm::Error::InvalidArgument(format!("kernel name {name:?}")))?;
-        let h = self.module.function(&cname)?;
+        let h = lookup(&self.module, name)?;
         f.insert(name, h);
         Ok(h)
     }
@@ -100,6 +111,13 @@ impl Kernels {
         // SAFETY: forwarded contract.
         unsafe { f.launch((grid, 1, 1), (block, 1, 1), shared_bytes, stream, params) }
     }
+}
+
+/// The function `name` of `module`.
+fn lookup(module: &Module, name: &str) -> Result<Function> {
+    let cname =
+        CString::new(name).map_err(|_| rmm::Error::InvalidArgument(format!("kernel name {name:?}")))?;
+    module.function(&cname)
 }
 
 /// Builds the parameter array of a kernel launch from local values.

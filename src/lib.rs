@@ -20,6 +20,25 @@
 //!
 //! Algorithms take [`rmm::DeviceSpan`]/[`rmm::DeviceSpanMut`] views and an
 //! [`rmm::exec_policy::ExecPolicy`] (stream + scratch resource).
+//!
+//! # Stream capture
+//! Every launcher can be captured into a CUDA graph ([`rmm::graph`],
+//! e.g. [`ExecPolicy::capture`](rmm::exec_policy::ExecPolicy::capture))
+//! and replayed: each enqueues only kernels, `cuMemsetAsync`,
+//! device-to-device `cuMemcpyAsync` and stream-ordered scratch from the
+//! policy, which the resource keeps for the graph (graph memory nodes for
+//! `cuda_async`, a graph-private pool for rmm's pools). The exceptions and
+//! rules:
+//!
+//! | Launcher | Under capture |
+//! |---|---|
+//! | [`reduce::sum`], [`reduce::min`], [`reduce::max`] | refused with [`rmm::Error::Capture`] (a host value needs a synchronisation); use [`reduce::sum_into`] and friends |
+//! | every launcher | spans of streams outside the capture are synchronised at capture time; spans of a capturing stream from a policy outside that capture are refused ([`ExecPolicy::launch_ordered`](rmm::exec_policy::ExecPolicy::launch_ordered)) |
+//! | first use | the kernels module loads and resolves every kernel in relaxed capture mode ([`kernels::Kernels::current`]) |
+//!
+//! A replay writes the addresses captured: buffers the graph uses must stay
+//! allocated while it may run, and new input goes into the same buffers
+//! before each launch.
 
 pub mod containers;
 pub mod copy;

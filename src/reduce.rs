@@ -2,6 +2,27 @@
 //! memory without waiting ([`sum_into`], [`min_into`], [`max_into`], as
 //! CUB's device reductions and CuPy's `sum`/`max` leave their result).
 //!
+//! Under stream capture only the `_into` forms run (they enqueue work and
+//! wait for nothing, so a graph can replay them); the host-value forms
+//! refuse a capturing policy stream with [`Error::Capture`] before any
+//! work. A [`DeviceScalar`](rmm::DeviceScalar) makes a handy target:
+//!
+//! ```no_run
+//! use rmm::exec_policy::ExecPolicy;
+//! use rmm::graph::{begin_capture, CaptureMode};
+//! # fn demo(v: rmm::DeviceSpan<'_, u64>) -> rmm::Result<()> {
+//! let stream = rmm::CudaStream::non_blocking()?;
+//! let policy = ExecPolicy::on_stream(stream.view());
+//! let mut total = rmm::DeviceScalar::<u64>::new(stream.view())?;
+//! let capture = begin_capture(stream.view(), CaptureMode::ThreadLocal)?;
+//! rmm_suite::reduce::sum_into(v, total.as_span_mut(), &policy)?;
+//! let graph = capture.end()?.instantiate()?;
+//! // SAFETY: `v` and `total` outlive the launch (read back below).
+//! unsafe { graph.launch(stream.view())? };
+//! let sum = total.value(stream.view())?;
+//! # Ok(()) }
+//! ```
+//!
 //! One kernel per operation and type runs twice: a grid of blocks writes one
 //! partial per block into policy scratch, then one block reduces the
 //! partials. For the host value the result is copied to the host and the
@@ -12,6 +33,7 @@
 
 use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
+use rmm::graph::CaptureStatus;
 use rmm::launch::memcpy_async;
 use rmm::{DevicePtr, DeviceSpan, DeviceSpanMut, Error, Result};
 
@@ -20,8 +42,26 @@ use crate::numeric::Numeric;
 
 fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &ExecPolicy) -> Result<T> {
     policy.launch_ordered(kernel, &[input.info()], |stream| {
+        refuse_capture(kernel, stream)?;
         reduce_on(input, kernel, policy, stream)
     })
+}
+
+/// A host value needs the result copied to the host and the stream
+/// synchronised, which a capturing stream cannot do (the driver would
+/// refuse the synchronisation and invalidate the capture): refuses it
+/// before any launch.
+fn refuse_capture(kernel: &str, stream: rmm::CudaStreamView<'_>) -> Result<()> {
+    match stream.capture_status()? {
+        CaptureStatus::None => Ok(()),
+        CaptureStatus::Active { .. } | CaptureStatus::Invalidated => Err(Error::Capture {
+            stream: stream.as_raw(),
+            reason: format!(
+                "{kernel} returns a host value, which needs a synchronisation a capture cannot hold; \
+                 reduce into device memory instead (sum_into, min_into, max_into)"
+            ),
+        }),
+    }
 }
 
 /// The two launches on `stream`: `input`'s partials into policy scratch,
@@ -83,7 +123,9 @@ fn reduce_on<T: Numeric>(
 /// synchronises the stream.
 ///
 /// # Errors
-/// Scratch allocation errors (e.g. [`rmm::Error::OutOfMemory`]); driver errors.
+/// [`Error::Capture`] when the policy's stream is capturing (use
+/// [`sum_into`]); scratch allocation errors (e.g.
+/// [`rmm::Error::OutOfMemory`]); driver errors.
 ///
 /// ```no_run
 /// # fn demo(v: rmm::DeviceSpan<'_, f64>) -> rmm::Result<()> {

@@ -111,15 +111,27 @@ impl ExecPolicy {
     ///    This step runs even when `launch` fails part way.
     ///
     /// Spans without a stream (made by `from_raw_parts`) are ordered by their
-    /// maker. Device algorithms (`rmm-suite`) go through this function. The
+    /// maker.
+    ///
+    /// Under stream capture (the policy's stream capturing, e.g. inside
+    /// [`ExecPolicy::capture`]): a span of the policy's own stream, or of a
+    /// stream joined to the same capture, is ordered as above; a span of a
+    /// stream outside the capture has that stream synchronised on the host
+    /// instead of step 2 (so every launch of the graph comes after the work
+    /// queued on it so far) and no step 4: keeping such memory allocated
+    /// and unused by other work while the graph may run is the caller's
+    /// part, as [`GraphExec::launch`](crate::graph::GraphExec::launch) says.
+    /// A span of a capturing stream used from a policy whose stream is not
+    /// in that capture is refused with [`Error::Capture`] before any work. Device algorithms (`rmm-suite`) go through this function. The
     /// current device is left as it is (a span does not record its device);
     /// for work on whole containers, with their device made current, see
     /// [`DeviceBuffer::access`](crate::DeviceBuffer::access), which shares
     /// steps 2 to 4.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming `what` for simulated memory; the
-    /// driver's event error; `launch`'s error.
+    /// [`Error::InvalidArgument`] naming `what` for simulated memory;
+    /// [`Error::Capture`] as above; the driver's event error; `launch`'s
+    /// error.
     ///
     /// ```
     /// use rmm::exec_policy::ExecPolicy;

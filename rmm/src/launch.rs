@@ -33,6 +33,7 @@ use std::ffi::{c_void, CStr};
 use crate::device::DeviceId;
 use crate::driver::{self, EventHandle, FunctionHandle, ModuleHandle};
 use crate::error::Result;
+use crate::graph::RelaxedCaptureMode;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -46,18 +47,26 @@ impl Module {
     /// Loads a PTX (or cubin) image, which must end with a NUL byte, into
     /// the current device's primary context.
     ///
+    /// Safe while a stream captures: the load runs in the driver's relaxed
+    /// capture mode (`cuThreadExchangeStreamCaptureMode`), so a capture in global or
+    /// thread-local mode neither refuses it nor is invalidated by it.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) without the
     /// NUL; the driver's error (no GPU, an invalid image).
     pub fn load(image_nul_terminated: &[u8]) -> Result<Module> {
+        let _relaxed = RelaxedCaptureMode::enter()?;
         driver::module_load_data(image_nul_terminated).map(Module)
     }
 
-    /// The kernel named `name` (its unmangled symbol).
+    /// The kernel named `name` (its unmangled symbol). With the driver's
+    /// lazy loading this loads the kernel's code; like [`load`](Self::load)
+    /// it runs in relaxed capture mode.
     ///
     /// # Errors
     /// The driver's error when no such kernel exists.
     pub fn function(&self, name: &CStr) -> Result<Function> {
+        let _relaxed = RelaxedCaptureMode::enter()?;
         // SAFETY: a Module is made only by `load` and modules are never
         // unloaded, so its handle is live.
         unsafe { driver::module_get_function(self.0, name) }.map(Function)

@@ -24,6 +24,7 @@
 //! | Errors | [`Error`], [`Result`] |
 //! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
+//! | CUDA graph capture: capture once, replay many times | [`graph`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -65,6 +66,7 @@ pub(crate) mod driver;
 pub mod env;
 pub mod error;
 pub mod exec_policy;
+pub mod graph;
 pub mod interop;
 pub mod launch;
 pub mod logger;

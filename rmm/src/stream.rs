@@ -41,6 +41,7 @@ use cust::stream::{Stream, StreamFlags};
 
 use crate::driver::{self, StreamHandle};
 use crate::error::{Error, Result};
+use crate::graph::{CaptureStatus, RelaxedCaptureMode};
 use crate::ptr::DevicePtr;
 
 /// The driver stream a [`CudaStream`] owns: with the `cust` feature, cust's
@@ -546,13 +547,19 @@ pub(crate) fn stream_wait(waiter: CudaStreamView, producer: CudaStreamView) -> R
 ///    part way (it may have enqueued something before failing); a failed
 ///    join is logged and returned unless `work`'s own error comes first.
 ///
+/// Under stream capture (see [`owner_joins`]) an owner in the same capture
+/// is joined as above (the events become graph edges); an owner outside the
+/// capture is synchronised on the host instead of step 1 and left out of
+/// step 3; anything else is refused before `work` runs.
+///
 /// The one home of the join protocol behind
 /// [`DeviceBuffer::access`](crate::DeviceBuffer::access) and
 /// [`ExecPolicy::launch_ordered`](crate::exec_policy::ExecPolicy::launch_ordered).
 ///
 /// # Errors
 /// The driver's event error from step 1 (then `work` does not run);
-/// `work`'s error; the driver's event error from step 3.
+/// [`Error::Capture`] from [`owner_joins`]; `work`'s error; the driver's
+/// event error from step 3.
 pub(crate) fn run_ordered<'s, R>(
     what: &str,
     stream: CudaStreamView<'s>,
@@ -565,12 +572,13 @@ pub(crate) fn run_ordered<'s, R>(
             distinct.push(owner);
         }
     }
-    for &owner in &distinct {
+    let joined_by_events = owner_joins(what, stream, &distinct)?;
+    for &owner in &joined_by_events {
         stream_wait(stream, owner)?;
     }
     let result = work(stream);
     let mut joined = Ok(());
-    for &owner in &distinct {
+    for &owner in &joined_by_events {
         if let Err(e) = stream_wait(owner, stream) {
             log::error!("{what}: {owner:?} could not wait for the work on {stream:?}: {e}");
             joined = joined.and(Err(e));
@@ -578,6 +586,72 @@ pub(crate) fn run_ordered<'s, R>(
     }
     let value = result?;
     joined.map(|()| value)
+}
+
+/// The owners [`run_ordered`] joins with events, after settling stream
+/// capture (`owners` are distinct and differ from `stream`; none: no driver
+/// call):
+///
+/// - neither `stream` nor an owner captures, or both belong to one capture
+///   (the owner forked into it, or the other way round): joined by events,
+///   which inside a capture become the graph's dependencies;
+/// - `stream` captures and an owner does not: the graph runs at each of its
+///   launches, which no event recorded now can order. The owner is
+///   synchronised on the host now (in relaxed capture mode, so the capture
+///   survives), so every launch of the graph comes after the work queued on
+///   it so far; no event is made. Ordering later launches with the owner's
+///   later work, and keeping the memory allocated while the graph may run,
+///   is the caller's part, as for any memory a graph uses;
+/// - an owner captures and `stream` does not, or they belong to different
+///   captures, or either capture is invalidated: [`Error::Capture`] naming
+///   the stream, before any work (an event would pull `stream` into another
+///   capture, or fail and invalidate it).
+fn owner_joins<'s>(
+    what: &str,
+    stream: CudaStreamView<'s>,
+    owners: &[CudaStreamView<'s>],
+) -> Result<Vec<CudaStreamView<'s>>> {
+    if owners.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refuse = |s: CudaStreamView<'_>, reason: String| Error::Capture {
+        stream: s.as_raw(),
+        reason: format!("{what}: {reason}"),
+    };
+    let work = stream.capture_status()?;
+    let mut by_events = Vec::with_capacity(owners.len());
+    for &owner in owners {
+        match (work, owner.capture_status()?) {
+            (CaptureStatus::None, CaptureStatus::None) => by_events.push(owner),
+            (CaptureStatus::Active { id: a }, CaptureStatus::Active { id: b }) if a == b => by_events.push(owner),
+            (CaptureStatus::Active { .. }, CaptureStatus::None) => {
+                let _relaxed = RelaxedCaptureMode::enter()?;
+                owner.synchronize()?;
+            }
+            (CaptureStatus::None, CaptureStatus::Active { .. }) => {
+                return Err(refuse(
+                    owner,
+                    format!(
+                        "memory used by work on {stream:?} belongs to this stream, which is capturing; \
+                         run the work on the capturing stream (or a stream joined to its capture)"
+                    ),
+                ))
+            }
+            (CaptureStatus::Active { .. }, CaptureStatus::Active { .. }) => {
+                return Err(refuse(
+                    owner,
+                    format!("memory used by work captured on {stream:?} belongs to this stream, which another capture holds"),
+                ))
+            }
+            (CaptureStatus::Invalidated, _) => {
+                return Err(refuse(stream, "the capture on this stream is invalidated".into()))
+            }
+            (_, CaptureStatus::Invalidated) => {
+                return Err(refuse(owner, "the capture on this stream is invalidated".into()))
+            }
+        }
+    }
+    Ok(by_events)
 }
 
 /// A fixed ring of streams handed out round robin (`rmm::cuda_stream_pool`).

@@ -4,8 +4,10 @@
 //! as their first path segment (`sort::each_kernel_once_keys_u64`), so a
 //! filter such as `sort::` runs what the `sort` binary ran.
 //!
-//! `sanitizer_annotations` (which runs itself under compute-sanitizer) and
-//! `kernel_emulator` (which runs cargo) stay binaries of their own.
+//! `sanitizer_annotations` (which runs itself under compute-sanitizer),
+//! `kernel_emulator` (which runs cargo) and `capture` (graph capture, which
+//! the device-wide synchronisations of these tests would invalidate) stay
+//! binaries of their own.
 
 mod algo_util;
 
