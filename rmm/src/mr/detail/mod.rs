@@ -17,6 +17,7 @@ pub(crate) mod driver_pools;
 pub mod free_list;
 pub(crate) mod headroom;
 pub(crate) mod live_set;
+pub(crate) mod private_pool;
 pub(crate) mod shell;
 pub(crate) mod stream_cache;
 pub(crate) mod stream_ordered;
