@@ -15,6 +15,7 @@ pub(crate) mod arena_book;
 mod device;
 pub(crate) mod driver_pools;
 pub mod free_list;
+pub(crate) mod graph_memory;
 pub(crate) mod headroom;
 pub(crate) mod live_set;
 pub(crate) mod private_pool;
