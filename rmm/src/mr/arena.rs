@@ -705,7 +705,10 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             return Ok(DevicePtr::NULL);
         }
         if !self.is_simulated() {
-            if let Some(p) = self.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
@@ -732,11 +735,14 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone())) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         self.with_arena(stream, |arena| {
@@ -809,7 +815,13 @@ impl<U: MemoryResource> ChunkSource for ArenaMemoryResource<U> {
         // The side stream never captures: this takes the shared path.
         MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract; called from the graph memory, so the
         // free takes the shared path.
         unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
@@ -818,4 +830,3 @@ impl<U: MemoryResource> ChunkSource for ArenaMemoryResource<U> {
         Arc::strong_count(&self.inner)
     }
 }
-

@@ -8,7 +8,8 @@ use super::detail::live_set::LiveSet;
 use super::detail::quiesce_device;
 use super::detail::stream_cache::StreamCache;
 use super::{
-    check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, GraphMemoryStats, MemoryResource, SharedResource,
+    check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, GraphMemoryStats, MemoryResource,
+    SharedResource,
 };
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
@@ -288,7 +289,10 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
             return Ok(DevicePtr::NULL);
         }
         if !self.is_simulated() {
-            if let Some(p) = self.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
@@ -313,7 +317,10 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone())) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         if ptr.is_null() || !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
@@ -378,7 +385,13 @@ impl<U: MemoryResource> ChunkSource for BinningMemoryResource<U> {
         // The side stream never captures: this takes the shared path.
         MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract; called from the graph memory, so the
         // free takes the shared path.
         unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }

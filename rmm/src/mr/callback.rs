@@ -103,14 +103,20 @@ impl fmt::Debug for CallbackMemoryResource {
 impl MemoryResource for CallbackMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         if !self.is_simulated() {
-            if let Some(p) = self.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
         (self.inner.allocate)(bytes, alignment, stream)
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone())) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         (self.inner.deallocate)(ptr, bytes, alignment, stream)
@@ -142,7 +148,13 @@ impl ChunkSource for CallbackMemoryResource {
         // The side stream never captures: this takes the shared path.
         MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract; called from the graph memory, so the
         // free takes the shared path.
         unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
@@ -151,4 +163,3 @@ impl ChunkSource for CallbackMemoryResource {
         Arc::strong_count(&self.inner)
     }
 }
-

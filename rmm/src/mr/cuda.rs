@@ -103,7 +103,13 @@ impl ChunkSource for CudaMemoryResource {
     fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
         Self::allocate_shared(bytes)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, _stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract.
         unsafe { Self::deallocate_shared(ptr) }
     }

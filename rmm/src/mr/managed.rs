@@ -89,7 +89,13 @@ impl ChunkSource for ManagedMemoryResource {
     fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
         driver::mem_alloc_managed(bytes)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, _stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract.
         unsafe { Self::deallocate_shared(ptr) }
     }

@@ -129,7 +129,13 @@ impl ChunkSource for PinnedHostMemoryResource {
     fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
         driver::mem_host_alloc(bytes)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, _stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract.
         unsafe { Self::deallocate_shared(ptr) }
     }

@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::AddrMap;
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::detail::headroom::{split, Split};
 use super::system::{pageable_access_device, HostAllocations};
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::{GraphMemoryStats, MemoryResource, SimulatedMemoryResource};
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::device::{DeviceGuard, DeviceId};
@@ -234,7 +234,10 @@ impl SamHeadroomMemoryResource {
 impl MemoryResource for SamHeadroomMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         if !self.is_simulated() {
-            if let Some(p) = self.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
@@ -265,7 +268,10 @@ impl MemoryResource for SamHeadroomMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone())) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         let host = &self.inner.host;
@@ -308,7 +314,13 @@ impl ChunkSource for SamHeadroomMemoryResource {
         // The side stream never captures: this takes the shared path.
         MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract; called from the graph memory, so the
         // free takes the shared path.
         unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
@@ -317,7 +329,6 @@ impl ChunkSource for SamHeadroomMemoryResource {
         Arc::strong_count(&self.inner)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -119,7 +119,10 @@ impl SystemMemoryResource {
 impl MemoryResource for SystemMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         if !self.is_simulated() {
-            if let Some(p) = self.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
@@ -127,7 +130,10 @@ impl MemoryResource for SystemMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone())) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         if self.host.take(ptr, bytes) {
@@ -180,7 +186,13 @@ impl ChunkSource for SystemMemoryResource {
         // The side stream never captures: this takes the shared path.
         MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         // SAFETY: forwarded contract; called from the graph memory, so the
         // free takes the shared path.
         unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }

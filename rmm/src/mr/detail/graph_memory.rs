@@ -44,8 +44,8 @@ use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{DeviceGuard, DeviceId};
 use crate::error::{Error, Result};
 use crate::graph::{
-    attach_lifetime, capture_of, registered_capture_of, side_stream, ActiveCapture, GraphLifetime, GraphPoolId,
-    RelaxedCaptureMode,
+    attach_lifetime, capture_of, registered_capture_of, side_stream, ActiveCapture, GraphLifetime,
+    GraphPoolId, RelaxedCaptureMode,
 };
 use crate::mr::{check_base_alignment, GraphMemoryStats};
 use crate::ptr::DevicePtr;
@@ -103,7 +103,13 @@ pub(crate) trait ChunkSource: Send + Sync + 'static {
     /// # Safety
     /// `ptr` came from the shared path with `bytes` and `alignment`, and
     /// nothing uses it any more.
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView<'_>);
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    );
     /// Handles to the resource alive now, the graph memory's own included;
     /// `usize::MAX` for resources that are never dropped (stateless ones).
     fn handles(&self) -> usize;
@@ -205,12 +211,23 @@ impl GraphMemory {
         }
         let chunk_bytes = source.chunk_bytes(bytes).ok_or_else(|| Error::OutOfMemory {
             requested: bytes,
-            reason: format!("{}: no chunk serves the request in a graph-private pool", source.source_name()),
+            reason: format!(
+                "{}: no chunk serves the request in a graph-private pool",
+                source.source_name()
+            ),
         })?;
         let chunk = acquire_chunk(&*source, chunk_bytes, capture.device)?;
         if !entry.pool.add_chunk(chunk.addr(), chunk_bytes, capture.id, sk) {
             // SAFETY: just allocated through the shared path, never used.
-            unsafe { give_back(&*source, chunk.addr(), chunk_bytes, CUDA_ALLOCATION_ALIGNMENT, capture.device) };
+            unsafe {
+                give_back(
+                    &*source,
+                    chunk.addr(),
+                    chunk_bytes,
+                    CUDA_ALLOCATION_ALIGNMENT,
+                    capture.device,
+                )
+            };
             return Err(Error::BadAlloc(format!(
                 "{}: chunk {chunk} overlaps memory a graph-private pool holds (internal error)",
                 source.source_name()
@@ -230,27 +247,30 @@ impl GraphMemory {
             .map(DevicePtr::new)
             .ok_or_else(|| Error::OutOfMemory {
                 requested: bytes,
-                reason: format!("{}: a fresh chunk does not hold the request", source.source_name()),
+                reason: format!(
+                    "{}: a fresh chunk does not hold the request",
+                    source.source_name()
+                ),
             })
     }
 
     /// The pool of `key`, made (and registered with the reaper) if new, and
     /// tied to `capture`'s graph.
-    fn entry<'a>(self: &Arc<Self>, st: &'a mut State, key: PoolKey, capture: &ActiveCapture) -> Result<&'a mut Entry> {
-        if !st.pools.contains_key(&key) {
-            st.pools.insert(
-                key,
-                Entry {
-                    pool: PrivatePool::default(),
-                    lifetime: GraphLifetime::new(),
-                    attached: HashSet::new(),
-                },
-            );
-            if self.pools.fetch_add(1, Ordering::AcqRel) == 0 {
-                reaper().watch(Arc::downgrade(self));
-            }
+    fn entry<'a>(
+        self: &Arc<Self>,
+        st: &'a mut State,
+        key: PoolKey,
+        capture: &ActiveCapture,
+    ) -> Result<&'a mut Entry> {
+        let fresh = !st.pools.contains_key(&key);
+        let entry = st.pools.entry(key).or_insert_with(|| Entry {
+            pool: PrivatePool::default(),
+            lifetime: GraphLifetime::new(),
+            attached: HashSet::new(),
+        });
+        if fresh && self.pools.fetch_add(1, Ordering::AcqRel) == 0 {
+            reaper().watch(Arc::downgrade(self));
         }
-        let entry = st.pools.get_mut(&key).expect("inserted above");
         if !entry.attached.contains(&capture.id) {
             attach_lifetime(capture, &entry.lifetime)?;
             entry.attached.insert(capture.id);
@@ -334,7 +354,11 @@ impl GraphMemory {
         };
         st.source.get_or_insert_with(source);
         match self.entry(st, (capture.pool, capture.device), &capture) {
-            Ok(entry) => entry.pool.defer(DeferredFree { addr, bytes, alignment }),
+            Ok(entry) => entry.pool.defer(DeferredFree {
+                addr,
+                bytes,
+                alignment,
+            }),
             Err(e) => {
                 // Without a tie to the graph the memory could be reused while
                 // the graph still uses it: keep it for good.
@@ -390,7 +414,9 @@ impl GraphMemory {
             );
         }
         for key in done {
-            let Some(mut entry) = st.pools.remove(&key) else { continue };
+            let Some(mut entry) = st.pools.remove(&key) else {
+                continue;
+            };
             let released = entry.pool.release();
             if released.leaked_blocks > 0 {
                 log::warn!(
@@ -463,16 +489,28 @@ fn acquire_chunk(source: &dyn ChunkSource, bytes: usize, device: Option<DeviceId
 ///
 /// # Safety
 /// As [`ChunkSource::deallocate_chunk`].
-unsafe fn give_back(source: &dyn ChunkSource, addr: u64, bytes: usize, alignment: usize, device: Option<DeviceId>) {
+unsafe fn give_back(
+    source: &dyn ChunkSource,
+    addr: u64,
+    bytes: usize,
+    alignment: usize,
+    device: Option<DeviceId>,
+) {
     let relaxed = RelaxedCaptureMode::enter();
     if let Err(e) = &relaxed {
-        log::error!("{}: relaxed capture mode unavailable ({e}); freeing anyway", source.source_name());
+        log::error!(
+            "{}: relaxed capture mode unavailable ({e}); freeing anyway",
+            source.source_name()
+        );
     }
     let _device = device.and_then(|d| DeviceGuard::new(d).ok());
     let stream = match side_stream(device) {
         Ok(s) => s,
         Err(e) => {
-            log::error!("{}: no side stream ({e}); freeing on the default stream", source.source_name());
+            log::error!(
+                "{}: no side stream ({e}); freeing on the default stream",
+                source.source_name()
+            );
             CudaStreamView::DEFAULT
         }
     };
@@ -494,7 +532,9 @@ fn reaper() -> &'static Reaper {
             .name("rmm-graph-reaper".into())
             .spawn(|| reaper().run());
         if let Err(e) = spawned {
-            log::error!("graph memory: reaper thread not started ({e}); pools are released on later calls only");
+            log::error!(
+                "graph memory: reaper thread not started ({e}); pools are released on later calls only"
+            );
         }
         Reaper {
             watched: Mutex::new(Vec::new()),
@@ -524,7 +564,9 @@ impl Reaper {
                 .filter(|gm| gm.upgrade().is_none_or(|gm| !gm.reap()))
                 .collect();
             let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
-            w.retain(|gm| !done.iter().any(|d| d.ptr_eq(gm)) || gm.upgrade().is_some_and(|g| g.holds_pools()));
+            w.retain(|gm| {
+                !done.iter().any(|d| d.ptr_eq(gm)) || gm.upgrade().is_some_and(|g| g.holds_pools())
+            });
         }
     }
 }

@@ -165,6 +165,7 @@ impl<K: Copy + Eq + Hash> PrivatePool<K> {
             .insert(addr, size, |h| Self::is_head(chunks, h))
     }
 
+    #[cfg(test)]
     /// True when `addr` lies inside one of the pool's chunks.
     pub fn owns(&self, addr: u64) -> bool {
         self.chunks
@@ -215,11 +216,13 @@ impl<K: Copy + Eq + Hash> PrivatePool<K> {
         self.live_bytes
     }
 
+    #[cfg(test)]
     /// Bytes of free blocks, over all lists.
     pub fn free_bytes(&self) -> usize {
         self.lists.values().map(|l| l.free_bytes()).sum()
     }
 
+    #[cfg(test)]
     /// Number of chunks held.
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()

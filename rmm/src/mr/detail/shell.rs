@@ -122,7 +122,11 @@ impl<B: Backing> StreamOrderedResource<B> {
             return Ok(DevicePtr::NULL);
         }
         if !self.props().simulated {
-            if let Some(p) = self.inner.graph.allocate(bytes, alignment, stream, || Arc::new(self.clone()))? {
+            if let Some(p) = self
+                .inner
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
                 return Ok(p);
             }
         }
@@ -131,7 +135,12 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// An allocation from the shared lists; `no_device_sync` while serving
     /// a graph-private pool.
-    fn allocate_shared(&self, bytes: usize, stream: CudaStreamView, no_device_sync: bool) -> Result<DevicePtr> {
+    fn allocate_shared(
+        &self,
+        bytes: usize,
+        stream: CudaStreamView,
+        no_device_sync: bool,
+    ) -> Result<DevicePtr> {
         let mut state = self.state();
         if let Some(e) = state.backing.refuse(bytes) {
             return Err(e);
@@ -192,7 +201,13 @@ impl<B: Backing> ChunkSource for StreamOrderedResource<B> {
     fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
         self.allocate_shared(bytes, stream, true)
     }
-    unsafe fn deallocate_chunk(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView<'_>) {
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        _alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
         self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
     fn handles(&self) -> usize {
