@@ -91,7 +91,9 @@ fn trap(name: &str, mr: &dyn MemoryResource) {
     assert_eq!(before.pools, 0, "{name}: {before:?}");
 
     let cap = begin_capture(sv, TL).expect("begin capture");
-    let y = mr.allocate(N, 256, sv).unwrap_or_else(|e| panic!("{name}: allocate during capture: {e}"));
+    let y = mr
+        .allocate(N, 256, sv)
+        .unwrap_or_else(|e| panic!("{name}: allocate during capture: {e}"));
     copy(y, x, N, sv);
     // Freed and reused inside the capture, on the capturing stream.
     let t = mr.allocate(4096, 256, sv).unwrap();
@@ -99,7 +101,10 @@ fn trap(name: &str, mr: &dyn MemoryResource) {
     // SAFETY: `t` came from `mr` with these arguments; nothing later uses it.
     unsafe { mr.deallocate(t, 4096, 256, sv) };
     let t2 = mr.allocate(4096, 256, sv).unwrap();
-    assert_eq!(t2, t, "{name}: memory freed inside the capture is reused inside it");
+    assert_eq!(
+        t2, t,
+        "{name}: memory freed inside the capture is reused inside it"
+    );
     // SAFETY: as above.
     unsafe { mr.deallocate(t2, 4096, 256, sv) };
     let graph = cap.end().unwrap_or_else(|e| panic!("{name}: end capture: {e}"));
@@ -136,12 +141,16 @@ fn trap(name: &str, mr: &dyn MemoryResource) {
 }
 
 fn pool() -> PoolMemoryResource<CudaMemoryResource> {
-    PoolMemoryResource::new(CudaMemoryResource::new(), PoolOptions::default().initial_pool_size(64 * MIB))
-        .expect("pool")
+    PoolMemoryResource::new(
+        CudaMemoryResource::new(),
+        PoolOptions::default().initial_pool_size(64 * MIB),
+    )
+    .expect("pool")
 }
 
 fn arena() -> ArenaMemoryResource<CudaMemoryResource> {
-    ArenaMemoryResource::new(CudaMemoryResource::new(), ArenaOptions::default().arena_size(GIB)).expect("arena")
+    ArenaMemoryResource::new(CudaMemoryResource::new(), ArenaOptions::default().arena_size(GIB))
+        .expect("arena")
 }
 
 fn binning() -> BinningMemoryResource<CudaMemoryResource> {
@@ -149,8 +158,11 @@ fn binning() -> BinningMemoryResource<CudaMemoryResource> {
 }
 
 fn fixed() -> FixedSizeMemoryResource<CudaMemoryResource> {
-    FixedSizeMemoryResource::new(CudaMemoryResource::new(), FixedSizeOptions::default().block_size(2 * MIB))
-        .expect("fixed size")
+    FixedSizeMemoryResource::new(
+        CudaMemoryResource::new(),
+        FixedSizeOptions::default().block_size(2 * MIB),
+    )
+    .expect("fixed size")
 }
 
 /// The resources whose graph memory is their own (the stateless cuda,
@@ -177,9 +189,14 @@ fn stateful_resources() -> Vec<(&'static str, SharedResource)> {
         ),
         (
             "aligned(thread_safe(arena))",
-            SharedResource::new(AlignedAdaptor::new(ThreadSafeAdaptor::new(arena()), 4096, 0).expect("aligned")),
+            SharedResource::new(
+                AlignedAdaptor::new(ThreadSafeAdaptor::new(arena()), 4096, 0).expect("aligned"),
+            ),
         ),
-        ("limiting(binning)", SharedResource::new(LimitingAdaptor::new(binning(), GIB))),
+        (
+            "limiting(binning)",
+            SharedResource::new(LimitingAdaptor::new(binning(), GIB)),
+        ),
         (
             "failure_callback(fixed_size)",
             SharedResource::new(FailureCallbackAdaptor::new(fixed(), |_| false)),
@@ -214,8 +231,14 @@ fn stateless_resources_keep_the_trap_shut() {
     trap("cuda", &CudaMemoryResource::new());
     trap("managed", &ManagedMemoryResource::new());
     trap("pinned", &PinnedHostMemoryResource::new());
-    trap("statistics(cuda)", &StatisticsAdaptor::new(CudaMemoryResource::new()));
-    trap("prefetch(managed)", &PrefetchAdaptor::new(ManagedMemoryResource::new()));
+    trap(
+        "statistics(cuda)",
+        &StatisticsAdaptor::new(CudaMemoryResource::new()),
+    );
+    trap(
+        "prefetch(managed)",
+        &PrefetchAdaptor::new(ManagedMemoryResource::new()),
+    );
     // Memory of one instance may be freed through another (they compare equal).
     let s = CudaStream::new().unwrap();
     let cap = begin_capture(s.view(), TL).unwrap();
@@ -237,7 +260,9 @@ fn captures_sharing_a_graph_pool_share_its_memory() {
     let mr = pool();
     let s = CudaStream::new().unwrap();
     let sv = s.view();
-    let out = CudaMemoryResource::new().allocate(2 * N, 256, CudaStreamView::DEFAULT).unwrap();
+    let out = CudaMemoryResource::new()
+        .allocate(2 * N, 256, CudaStreamView::DEFAULT)
+        .unwrap();
     let shared = GraphPool::new();
     let mut execs = Vec::new();
     let mut seen = Vec::new();
@@ -252,12 +277,18 @@ fn captures_sharing_a_graph_pool_share_its_memory() {
         execs.push((g.instantiate().unwrap(), g));
         seen.push(a);
     }
-    assert_eq!(seen[0], seen[1], "the second capture reuses the first one's block of the shared pool");
+    assert_eq!(
+        seen[0], seen[1],
+        "the second capture reuses the first one's block of the shared pool"
+    );
     let g = stats("pool", &mr);
     assert_eq!((g.pools, g.graphs_alive), (1, 1), "{g:?}");
     let cap = begin_capture(sv, TL).unwrap();
     let other = mr.allocate(N, 256, sv).unwrap();
-    assert!(disjoint(other, seen[0], N), "another pool's capture gets other memory");
+    assert!(
+        disjoint(other, seen[0], N),
+        "another pool's capture gets other memory"
+    );
     // SAFETY: from `mr` with these arguments.
     unsafe { mr.deallocate(other, N, 256, sv) };
     let lone = cap.end().unwrap();
@@ -344,7 +375,9 @@ fn thousands_of_pairs_in_one_graph() {
     ] {
         let s = CudaStream::new().unwrap();
         let sv = s.view();
-        let out = CudaMemoryResource::new().allocate(4096, 256, CudaStreamView::DEFAULT).unwrap();
+        let out = CudaMemoryResource::new()
+            .allocate(4096, 256, CudaStreamView::DEFAULT)
+            .unwrap();
         let cap = begin_capture(sv, TL).unwrap();
         for i in 0..3000usize {
             let bytes = 256 + (i % 7) * 512;
@@ -415,7 +448,10 @@ fn adaptors_count_and_log_graph_memory() {
     let stream = format!("{:#x}", sv.as_raw());
     let rows: Vec<&str> = text.lines().filter(|l| l.contains(&format!("{y}"))).collect();
     assert_eq!(rows.len(), 2, "one allocate and one free row for y: {text}");
-    assert!(rows[0].contains("allocate") && rows[1].contains("free"), "{rows:?}");
+    assert!(
+        rows[0].contains("allocate") && rows[1].contains("free"),
+        "{rows:?}"
+    );
     assert!(rows.iter().all(|r| r.ends_with(&stream)), "{rows:?}");
     drop(graph);
     wait_released("statistics", &mr);
@@ -448,7 +484,10 @@ fn freeing_another_graphs_memory_during_capture_is_refused() {
         eb.launch(s2.view()).unwrap();
     }
     s2.synchronize().unwrap();
-    assert!(all(&read(a, N, s1.view()), 6), "the refused free left a with its graph");
+    assert!(
+        all(&read(a, N, s1.view()), 6),
+        "the refused free left a with its graph"
+    );
     // SAFETY: `a` from `mr` with these arguments, freed once for real.
     unsafe { mr.deallocate(a, N, 256, s1.view()) };
     drop((ea, eb, ga, gb));
@@ -466,7 +505,9 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
     let s = CudaStream::new().unwrap();
     let sv = s.view();
-    let out = CudaMemoryResource::new().allocate(N, 256, CudaStreamView::DEFAULT).unwrap();
+    let out = CudaMemoryResource::new()
+        .allocate(N, 256, CudaStreamView::DEFAULT)
+        .unwrap();
     let cap = begin_capture(sv, TL).unwrap();
     let y = mr.allocate(N, 256, sv).unwrap();
     fill(y, N, 5, sv);
@@ -477,7 +518,10 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     let exec = graph.instantiate().unwrap();
     drop(mr);
     std::thread::sleep(Duration::from_millis(100));
-    assert!(upstream.bytes_counter().value > 0, "the memory stays reserved for the graph");
+    assert!(
+        upstream.bytes_counter().value > 0,
+        "the memory stays reserved for the graph"
+    );
     // Other memory from the same upstream does not land on the graph's.
     let other = upstream.allocate(N, 256, CudaStreamView::DEFAULT).unwrap();
     fill(other, N, 9, CudaStreamView::DEFAULT);
@@ -491,7 +535,10 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     drop(graph);
     let start = Instant::now();
     while upstream.bytes_counter().value != 0 {
-        assert!(start.elapsed() < Duration::from_secs(10), "the pool's memory never went back");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the pool's memory never went back"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     // SAFETY: from the cuda resource; no graph uses it any more.
