@@ -124,6 +124,10 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
         (bytes <= self.block_size).then_some(self.block_size)
     }
 
+    fn graph_chunk_bytes(&self, bytes: usize) -> Option<usize> {
+        self.block_size(bytes)
+    }
+
     fn is_head(&self, _addr: u64) -> bool {
         true
     }
@@ -243,6 +247,13 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// The block size (rounded to 256).
     pub fn block_size(&self) -> usize {
         self.shell.state().backing.block_size
+    }
+
+    /// This resource as a bin of a binning resource, which keeps the graph
+    /// memory in front of it (see `StreamOrderedResource::set_behind_graph_memory`).
+    pub(crate) fn behind_graph_memory(mut self) -> Self {
+        self.shell.set_behind_graph_memory();
+        self
     }
 
     /// Bytes held from the upstream.
