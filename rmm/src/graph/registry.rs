@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
 
 use super::detection::{capture_detection, CaptureDetection};
 use super::mode::{capture_error, capture_state, invalidated};
@@ -72,6 +73,46 @@ impl Drop for Writer {
 
 fn write() -> Writer {
     Writer(REGISTRY.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Captures begun through rmm ([`begin`]) and not yet ended, in the process.
+static RMM_CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Of [`RMM_CAPTURES`], those begun on this thread ([`Capture`](super::Capture)
+    /// is `!Send`: it ends on the thread that began it).
+    static OWN_CAPTURES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How long [`wait_for_other_captures`] waits at most.
+pub(crate) const CAPTURE_WAIT: Duration = Duration::from_secs(1);
+
+/// Waits (up to [`CAPTURE_WAIT`]) until no capture begun through rmm on
+/// *another* thread is under way: a device-wide synchronisation
+/// (`cuCtxSynchronize`, `cuMemFree`, `cuMemFreeHost`) made while a stream of
+/// the context captures fails that capture, whichever thread makes it
+/// (seen on the H200, 2026-12-02, as `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`
+/// in captures beside a pool's teardown). With no rmm capture under way this
+/// is one atomic load. Captures begun outside rmm (CuPy, PyTorch) are not
+/// waited for: rmm cannot tell when they end. Returns false when captures
+/// were still under way after the wait (the caller goes on).
+pub(crate) fn wait_for_other_captures() -> bool {
+    let others = || RMM_CAPTURES.load(Ordering::Acquire) > OWN_CAPTURES.with(|c| c.get());
+    if !others() {
+        return true;
+    }
+    let start = std::time::Instant::now();
+    while others() {
+        if start.elapsed() >= CAPTURE_WAIT {
+            log::warn!(
+                "a device-wide synchronisation waited {CAPTURE_WAIT:?} for captures on other threads to end \
+                 and goes ahead: it may invalidate them"
+            );
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    true
 }
 
 /// True when no stream is registered (one atomic load).
@@ -125,6 +166,8 @@ pub(super) fn begin(
         }
     };
     registry.0.begin(stream.as_raw(), id, pool, graph, device);
+    RMM_CAPTURES.fetch_add(1, Ordering::AcqRel);
+    OWN_CAPTURES.with(|c| c.set(c.get() + 1));
     Ok((id, graph))
 }
 
@@ -135,6 +178,8 @@ pub(super) fn end(stream: CudaStreamView<'_>, id: u64) -> Result<GraphHandle> {
     // SAFETY: a view's stream is live for its lifetime.
     let graph = unsafe { driver::stream_end_capture(stream.handle()) };
     registry.0.end(id);
+    RMM_CAPTURES.fetch_sub(1, Ordering::AcqRel);
+    OWN_CAPTURES.with(|c| c.set(c.get().saturating_sub(1)));
     graph.map_err(|e| match e {
         crate::Error::Cuda {
             name: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",

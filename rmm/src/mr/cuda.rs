@@ -59,6 +59,8 @@ impl CudaMemoryResource {
     /// # Safety
     /// `ptr` came from `cuMemAlloc` and nothing uses it any more.
     unsafe fn deallocate_shared(ptr: DevicePtr) {
+        // The free synchronises the device, which fails captures under way.
+        crate::graph::wait_for_other_captures();
         // SAFETY: the caller's contract.
         if let Err(e) = unsafe { driver::mem_free(ptr) } {
             log::error!("CudaMemoryResource: cuMemFree({ptr}) failed: {e}");

@@ -81,6 +81,8 @@ impl PinnedHostMemoryResource {
     /// # Safety
     /// `ptr` came from `cuMemHostAlloc` and nothing uses it any more.
     unsafe fn deallocate_shared(ptr: DevicePtr) {
+        // The free synchronises the device, which fails captures under way.
+        crate::graph::wait_for_other_captures();
         // SAFETY: the caller's contract.
         if let Err(e) = unsafe { driver::mem_free_host(ptr) } {
             log::error!("PinnedHostMemoryResource: cuMemFreeHost({ptr}) failed: {e}");

@@ -307,6 +307,7 @@ impl VirtualPoolMemoryResource {
         // The device is always set (`new` binds the current one).
         let _guard = self.shell.props().device.map(DeviceGuard::new).transpose()?;
         let mut s = self.shell.state();
+        crate::graph::wait_for_other_captures();
         driver::device_synchronize()?;
         let end = s.backing.base + s.backing.mapped as u64;
         let mut found: Option<(usize, u64, usize)> = None;

@@ -44,6 +44,7 @@ pub(crate) fn quiesce_device(
         }
     });
     if !simulated {
+        crate::graph::wait_for_other_captures();
         if let Err(e) = crate::driver::device_synchronize() {
             log::error!("{what}: device synchronize {why} failed: {e}");
         }

@@ -422,6 +422,8 @@ impl<B: Backing> StreamOrdered<B> {
             // A list is marked recorded only after its event was.
             (EventState::Clean | EventState::Recorded, _) => Ok(()),
             (EventState::Dirty, _) => {
+                // A device synchronisation fails captures under way.
+                crate::graph::wait_for_other_captures();
                 driver::device_synchronize()?;
                 // Every use of every list is complete: all start afresh, eager.
                 self.shared = true;
