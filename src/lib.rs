@@ -86,3 +86,8 @@ pub use rmm;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The examples of docs/dry-run.md, compiled as doc tests.
+#[doc = include_str!("../docs/dry-run.md")]
+#[cfg(doctest)]
+pub struct DryRunDocDoctests;
