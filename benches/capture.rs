@@ -8,7 +8,7 @@
 //! | `eager_ns` | wall time per pipeline over `REPS` eager pipelines (host launch cost included), one synchronisation at the end |
 //! | `graph_ns` | wall time per pipeline over `REPS` launches of the graph, one synchronisation at the end |
 //! | `eager_peak` | peak scratch bytes of the eager pipelines (a statistics adaptor over the scratch resource) |
-//! | `graph_reserved` | bytes the captured pipeline keeps reserved while its graph exists: for `cuda_async` the driver's graph memory (`CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT`, after the first launch, less what it was before the capture); for the pool what its upstream handed out beyond the pool it had before the capture (a statistics adaptor between the pool and `cuMemAlloc`) |
+//! | `graph_reserved` | bytes the captured pipeline keeps reserved while its graph exists (after its launches, less what it was before the capture): for `cuda_async` the driver's graph memory (`CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT`); for the pool the bytes it holds off its shared free lists (`pool_size - free_bytes`: the graph's private pool, carved from the pool or grown from its upstream) |
 //!
 //! Both ways the outputs are checked against the CPU once. A benchmark,
 //! not a test: the figures decide nothing. Without a GPU it says so on
@@ -125,10 +125,11 @@ impl Scratch for StatisticsAdaptor<CudaAsyncMemoryResource> {
     }
 }
 
-impl Scratch for StatisticsAdaptor<PoolMemoryResource<StatisticsAdaptor<CudaMemoryResource>>> {
+impl Scratch for StatisticsAdaptor<PoolMemoryResource<CudaMemoryResource>> {
     const NAME: &'static str = "pool";
     fn held_bytes(&self) -> Res<u64> {
-        Ok(self.upstream().with_upstream(|u| u.bytes_counter().value).max(0) as u64)
+        let pool = self.upstream();
+        Ok(pool.pool_size().saturating_sub(pool.free_bytes()) as u64)
     }
     fn peak_bytes(&self) -> i64 {
         self.bytes_counter().peak
@@ -199,7 +200,7 @@ fn run() -> Res<()> {
         reps,
     )?;
     let pool = PoolMemoryResource::new(
-        StatisticsAdaptor::new(CudaMemoryResource::new()),
+        CudaMemoryResource::new(),
         PoolOptions::default().initial_pool_size(64 << 20),
     )?;
     bench(StatisticsAdaptor::new(pool), &host, reps)?;

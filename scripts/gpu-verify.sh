@@ -66,7 +66,8 @@ step() {
       race_sort 32keys "sort::each_kernel_once_keys_u32" || status=1
       # The kernels captured into graphs and replayed (every launcher, the
       # pipeline with 20 replays at these sizes), over cuda_async and a pool.
-      race_sort capture "capture::" || status=1 ;;
+      RUN_TAG=racecheck-capture RMM_TEST_MAX_LOG2=10 TEST_ARGS="--test-threads=1" BIN_TIMEOUT=${RACE_TIMEOUT:-400} ONLY_BINS=capture \
+        bash .gpu-bundle/run.sh compute-sanitizer --tool racecheck --error-exitcode 1 || status=1 ;;
     mixes)
       # The driver-only stall mixes of repro/driver_stall.c (see repro/README.md);
       # the two-device mixes only with two GPUs.

@@ -8,39 +8,61 @@
 //! reductions refuse a capturing stream without invalidating the capture;
 //! spans owned by other streams are ordered or refused.
 //!
-//! Captures use thread-local mode on non-blocking streams: the other tests
-//! of this binary run at the same time, allocate with `cuMemAlloc`,
-//! synchronise and use the legacy default stream, which a global-mode
-//! capture (or the capture of a blocking stream) would forbid them.
-//! `RMM_TEST_MAX_LOG2` (the sanitizer runs) shrinks the sizes and the
-//! pipeline's replays.
+//! A binary of its own, and no `cuMemFree` or context synchronisation in
+//! it: both wait for the whole context, which the CUDA programming guide
+//! forbids while any stream of it captures, so one in any thread of the
+//! process invalidates the captures in progress. On the H200 (2026-12-02),
+//! with test buffers and pools from `cuMemAlloc`, 6 of these 21 tests saw
+//! their thread-local capture invalidated part way, both beside the other
+//! launcher tests (which free with `cuMemFree` and synchronise the device)
+//! and among themselves. So every buffer and the pool's upstream come from
+//! one `cuda_async` resource (stream-ordered frees), and the kernels module
+//! is loaded before any capture. Captures use thread-local
+//! mode on non-blocking streams, so the legacy default stream and the
+//! other tests' own calls stay legal. `RMM_TEST_MAX_LOG2` (the sanitizer
+//! runs) shrinks the sizes and the pipeline's replays.
+
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use rmm::exec_policy::ExecPolicy;
 use rmm::graph::{begin_capture, CaptureMode, CaptureStatus, GraphExec};
-use rmm::mr::{CudaAsyncMemoryResource, CudaMemoryResource, PoolMemoryResource, PoolOptions, SharedResource};
+use rmm::mr::{CudaAsyncMemoryResource, PoolMemoryResource, PoolOptions, SharedResource};
 use rmm::{CudaStream, DevicePod, DeviceScalar, DeviceUvector, Error, Result};
+use rmm_suite::kernels::Kernels;
 use rmm_suite::sort::{sort_keys, sort_keys_copy, sort_pairs_copy, Order};
 use rmm_suite::{containers, copy, fill, reduce, scan, sequence};
 
-use crate::algo_util::{size_ok, Rng};
+/// SplitMix64 (with `unit` and `normal`).
+use rmm_testing::SplitMix64 as Rng;
+
+/// The one `cuda_async` resource of the binary (never dropped): every
+/// buffer, the `cuda_async` scratch and the pool's upstream.
+fn data_resource() -> SharedResource {
+    static RESOURCE: OnceLock<SharedResource> = OnceLock::new();
+    RESOURCE
+        .get_or_init(|| SharedResource::new(CudaAsyncMemoryResource::new().unwrap()))
+        .clone()
+}
 
 /// Where the policy's scratch comes from.
 #[derive(Clone, Copy, Debug)]
 enum Scratch {
-    /// `CudaAsyncMemoryResource`: allocations in a capture are graph nodes.
+    /// `CudaAsyncMemoryResource` (the binary's one): allocations in a
+    /// capture are graph nodes.
     CudaAsync,
-    /// `PoolMemoryResource` over `cuMemAlloc`: a graph-private pool.
+    /// A fresh `PoolMemoryResource` (over the binary's `cuda_async`): a
+    /// graph-private pool.
     Pool,
 }
 
 impl Scratch {
     fn resource(self) -> SharedResource {
         match self {
-            Scratch::CudaAsync => SharedResource::new(CudaAsyncMemoryResource::new().unwrap()),
+            Scratch::CudaAsync => data_resource(),
             Scratch::Pool => SharedResource::new(
                 PoolMemoryResource::new(
-                    CudaMemoryResource::new(),
+                    data_resource(),
                     PoolOptions::default().initial_pool_size(16 << 20),
                 )
                 .unwrap(),
@@ -49,20 +71,28 @@ impl Scratch {
     }
 }
 
-/// A non-blocking stream and a policy on it over `scratch`'s resource.
+/// A non-blocking stream and a policy on it over `scratch`'s resource; the
+/// kernels module loaded (before any capture of the process: the first
+/// caller loads it, the others wait for it).
 fn setup(scratch: Scratch) -> (CudaStream, ExecPolicy) {
+    Kernels::current().unwrap();
     let s = CudaStream::non_blocking().unwrap();
     let policy = ExecPolicy::new(s.view(), scratch.resource());
     (s, policy)
 }
 
-/// `n`, or the largest size `RMM_TEST_MAX_LOG2` allows.
+/// `n`, halved until `RMM_TEST_MAX_LOG2` allows it.
 fn size(n: usize) -> usize {
-    let mut n = n;
-    while !size_ok(n) {
-        n /= 2;
+    match rmm_testing::env::test_max_log2() {
+        Some(k) => {
+            let mut n = n;
+            while n > 1usize << k.min(63) {
+                n /= 2;
+            }
+            n
+        }
+        None => n,
     }
-    n
 }
 
 /// Captures `work` on `s` (thread-local mode) and instantiates the graph.
@@ -74,9 +104,9 @@ fn capture(s: &CudaStream, work: impl FnOnce() -> Result<()>) -> GraphExec {
     graph.instantiate().unwrap()
 }
 
-/// A vector of `data` on `s` (outside any capture), from `cuMemAlloc`.
+/// A vector of `data` on `s` (outside any capture).
 fn upload<T: DevicePod>(data: &[T], s: &CudaStream) -> DeviceUvector<T> {
-    DeviceUvector::from_slice_with_resource(data, s.view(), CudaMemoryResource::new()).unwrap()
+    DeviceUvector::from_slice_with_resource(data, s.view(), data_resource()).unwrap()
 }
 
 fn random_u32(r: &mut Rng, n: usize, below: u64) -> Vec<u32> {
@@ -224,7 +254,7 @@ fn reduce_replays(scratch: Scratch) {
     let n = size(200_000);
     let mut r = Rng(4);
     let mut input = upload(&vec![0u32; n], &s);
-    let mut total = DeviceScalar::<u32>::with_resource(s.view(), CudaMemoryResource::new()).unwrap();
+    let mut total = DeviceScalar::<u32>::with_resource(s.view(), data_resource()).unwrap();
     let mut extremes = upload(&[0u32; 2], &s);
     let graph = capture(&s, || {
         reduce::sum_into(input.as_span(), total.as_span_mut(), &policy)?;
@@ -385,7 +415,7 @@ fn pipeline_replays(scratch: Scratch) {
     let mut perm = upload(&vec![0u32; n], &s);
     let mut copied = upload(&vec![0u32; n], &s);
     let mut prefix = upload(&vec![0u32; n], &s);
-    let mut total = DeviceScalar::<u32>::with_resource(s.view(), CudaMemoryResource::new()).unwrap();
+    let mut total = DeviceScalar::<u32>::with_resource(s.view(), data_resource()).unwrap();
     let graph = capture(&s, || {
         sequence::sequence(values.as_span_mut(), 0u32, 1, &policy)?;
         sort_pairs_copy(
@@ -513,7 +543,7 @@ fn host_reductions_refuse_a_capturing_stream() {
     rmm_testing::require_gpu!();
     let (s, policy) = setup(Scratch::CudaAsync);
     let input = upload(&[3u32, 9, 1, 4], &s);
-    let mut total = DeviceScalar::<u32>::with_resource(s.view(), CudaMemoryResource::new()).unwrap();
+    let mut total = DeviceScalar::<u32>::with_resource(s.view(), data_resource()).unwrap();
     let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
     let refused = [
         reduce::sum(input.as_span(), &policy).map(|_| ()),
@@ -551,19 +581,18 @@ fn spans_of_other_streams_are_synchronised_at_capture() {
     let (s, policy) = setup(Scratch::CudaAsync);
     let other = CudaStream::non_blocking().unwrap();
     let n = size(1 << 18);
-    let mut input = DeviceUvector::<u32>::with_resource(n, other.view(), CudaMemoryResource::new()).unwrap();
+    let mut input = DeviceUvector::<u32>::with_resource(n, other.view(), data_resource()).unwrap();
     // Queued on the owner, not waited for by the test.
     sequence::sequence(
         input.as_span_mut(),
         7u32,
         u32::MAX,
-        &ExecPolicy::on_stream(other.view()),
+        &ExecPolicy::new(other.view(), data_resource()),
     )
     .unwrap();
     let mut out = upload(&vec![0u32; n], &s);
     let mut legacy_owned =
-        DeviceUvector::<u32>::with_resource(n, rmm::CudaStreamView::DEFAULT, CudaMemoryResource::new())
-            .unwrap();
+        DeviceUvector::<u32>::with_resource(n, rmm::CudaStreamView::DEFAULT, data_resource()).unwrap();
     let graph = capture(&s, || {
         sort_keys_copy(input.as_span(), out.as_span_mut(), Order::Ascending, &policy)?;
         scan::inclusive_scan(input.as_span(), legacy_owned.as_span_mut(), &policy)
@@ -596,7 +625,7 @@ fn a_capturing_owner_is_refused_on_another_stream() {
     rmm_testing::require_gpu!();
     let (s, _) = setup(Scratch::CudaAsync);
     let other = CudaStream::non_blocking().unwrap();
-    let eager = ExecPolicy::new(other.view(), CudaAsyncMemoryResource::new().unwrap());
+    let eager = ExecPolicy::new(other.view(), data_resource());
     let mut keys = upload(&[5u32, 2, 8, 1], &s);
     let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
     let e = sort_keys(keys.as_span_mut(), Order::Ascending, &eager).unwrap_err();
