@@ -211,3 +211,92 @@ impl DryRun {
         Ok(fit)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Work that takes scratch of `sizes` bytes, all at once, freed in
+    /// reverse order.
+    fn stacked(sizes: &'static [usize]) -> impl FnMut(&ExecPolicy) -> Result<()> {
+        move |policy| {
+            let taken: Result<Vec<_>> = sizes.iter().map(|&b| policy.scratch::<u8>(b)).collect();
+            taken.map(drop)
+        }
+    }
+
+    #[test]
+    fn stacked_scratch_needs_its_blocks_rounded_to_256() {
+        let dry = DryRun::default();
+        let report = dry.report(stacked(&[1000, 300, 5000])).unwrap();
+        assert_eq!(report.peak_scratch_bytes, 6300);
+        assert_eq!(report.scratch_allocations, 3);
+        assert_eq!(report.smallest_pool_bytes, 1024 + 512 + 5120);
+        assert!(dry.fits(6656, &mut stacked(&[1000, 300, 5000])).unwrap());
+        assert!(!dry.fits(6656 - 256, &mut stacked(&[1000, 300, 5000])).unwrap());
+    }
+
+    #[test]
+    fn a_freed_hole_the_next_block_cannot_use_needs_a_larger_pool() {
+        // a (1 KiB) and b (1 KiB) live, a freed, then c (2 KiB): the peak is
+        // 3 KiB, but c cannot use a's hole in front of b, so the pool needs 4.
+        let mut work = |policy: &ExecPolicy| {
+            let a = policy.scratch::<u8>(1024)?;
+            let b = policy.scratch::<u8>(1024)?;
+            drop(a);
+            let c = policy.scratch::<u8>(2048)?;
+            drop((b, c));
+            Ok(())
+        };
+        let dry = DryRun::default();
+        assert_eq!(dry.peak_scratch(&mut work).unwrap(), 3072);
+        let pool = dry.smallest_pool(&mut work).unwrap();
+        assert!(dry.fits(pool, &mut work).unwrap());
+        assert!(!dry.fits(pool - 256, &mut work).unwrap());
+        assert_eq!(pool, 4096);
+    }
+
+    #[test]
+    fn no_scratch_fits_an_empty_pool() {
+        let report = DryRun::default().report(|_| Ok(())).unwrap();
+        assert_eq!(report, ScratchReport::default());
+    }
+
+    #[test]
+    fn errors_other_than_out_of_memory_pass_through() {
+        let e = DryRun::default()
+            .smallest_pool(|p| {
+                if p.resource()
+                    .inner()
+                    .downcast_ref::<PoolMemoryResource<SimulatedMemoryResource>>()
+                    .is_some()
+                {
+                    Err(Error::Logic("only in a pool".into()))
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::Logic(m) if m == "only in a pool"));
+        let e = DryRun::default()
+            .peak_scratch(|p| p.scratch::<u8>(usize::MAX / 2).map(drop))
+            .unwrap_err();
+        assert!(e.is_out_of_memory(), "{e:?}");
+    }
+
+    #[test]
+    fn the_policy_is_a_dry_run_for_the_device_named() {
+        let dry = DryRun::default().with_multiprocessors(0);
+        assert_eq!(dry.multiprocessors(), 1);
+        let seen = DryRun::default()
+            .with_multiprocessors(78)
+            .peak_scratch(|p| {
+                assert_eq!(p.dry_run_device().map(|d| d.multiprocessors()), Some(78));
+                assert!(p.is_dry_run() && p.stream().is_default());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, 0);
+        assert_eq!(DryRun::default().multiprocessors(), DryRun::H200_MULTIPROCESSORS);
+    }
+}
