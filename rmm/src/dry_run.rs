@@ -45,11 +45,51 @@
 //! # Ok::<(), rmm::Error>(())
 //! ```
 
+use std::cell::Cell;
+
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
 use crate::exec_policy::ExecPolicy;
 use crate::mr::{PoolMemoryResource, PoolOptions, SimulatedMemoryResource, StatisticsAdaptor};
 use crate::stream::CudaStreamView;
+
+thread_local! {
+    /// Dry-run launch closures running on this thread (nested ones count).
+    static IN_DRY_RUN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks this thread as running a dry run's launch closure until dropped
+/// ([`ExecPolicy::launch_ordered`] holds one around the closure).
+pub(crate) struct DryRunScope(());
+
+impl DryRunScope {
+    pub(crate) fn enter() -> DryRunScope {
+        IN_DRY_RUN.with(|n| n.set(n.get() + 1));
+        DryRunScope(())
+    }
+}
+
+impl Drop for DryRunScope {
+    fn drop(&mut self) {
+        IN_DRY_RUN.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+/// The safety net of a dry run: device work enqueued from inside a dry
+/// run's launch closure (one that forgot to check
+/// [`ExecPolicy::is_dry_run`]) is refused with [`Error::Logic`] before the
+/// driver sees its simulated addresses. `rmm::launch`'s kernel launch,
+/// memset and copy call it.
+#[inline]
+pub(crate) fn refuse_in_dry_run(what: &str) -> Result<()> {
+    if IN_DRY_RUN.with(Cell::get) == 0 {
+        return Ok(());
+    }
+    Err(Error::Logic(format!(
+        "{what} inside a dry run's launch closure: a dry run takes its scratch and enqueues \
+         nothing (return once ExecPolicy::is_dry_run() is true)"
+    )))
+}
 
 /// The largest pool [`DryRun::smallest_pool`] tries: the simulated address
 /// range (128 TiB).
@@ -282,6 +322,33 @@ mod tests {
             .peak_scratch(|p| p.scratch::<u8>(usize::MAX / 2).map(drop))
             .unwrap_err();
         assert!(e.is_out_of_memory(), "{e:?}");
+    }
+
+    #[test]
+    fn device_work_inside_a_dry_run_closure_is_refused() {
+        let sim = SimulatedMemoryResource::new(1 << 20);
+        let policy = ExecPolicy::dry_run(sim.clone());
+        let e = policy
+            .launch_ordered("forgetful", &[], |stream| {
+                let scratch = policy.scratch::<u32>(64)?;
+                // SAFETY: refused before the driver sees the address (what
+                // this test checks); nothing is written.
+                unsafe { crate::launch::memset_async(scratch.ptr(), 0, 4, 64, stream) }
+            })
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::Logic(m) if m.contains("a memset inside a dry run")),
+            "{e:?}"
+        );
+        assert_eq!(sim.allocated_bytes(), 0);
+        // The scope ends with the closure (and a failing one).
+        assert!(refuse_in_dry_run("later").is_ok());
+        let nested = policy.launch_ordered("outer", &[], |_| {
+            policy.launch_ordered("inner", &[], |_| Ok(()))?;
+            Ok(refuse_in_dry_run("after inner").is_err())
+        });
+        assert!(nested.unwrap());
+        assert!(refuse_in_dry_run("after outer").is_ok());
     }
 
     #[test]

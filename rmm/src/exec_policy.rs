@@ -29,7 +29,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
-use crate::dry_run::DryRun;
+use crate::dry_run::{DryRun, DryRunScope};
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
@@ -168,7 +168,9 @@ impl ExecPolicy {
     /// take its scratch from the policy and then enqueue nothing: a launch
     /// closure checks [`is_dry_run`](Self::is_dry_run) after its last
     /// [`scratch`](Self::scratch) and returns there (`rmm-suite`'s
-    /// launchers do).
+    /// launchers do). A kernel launch, memset or copy of
+    /// [`crate::launch`] made on this thread while such a closure runs is
+    /// refused with [`Error::Logic`] instead of reaching the driver.
     ///
     /// Under stream capture (the policy's stream capturing, e.g. inside
     /// [`ExecPolicy::capture`]): a span of the policy's own stream, or of a
@@ -213,6 +215,7 @@ impl ExecPolicy {
         launch: impl FnOnce(CudaStreamView<'_>) -> Result<R>,
     ) -> Result<R> {
         if self.is_dry_run() {
+            let _net = DryRunScope::enter();
             return launch(self.stream.view());
         }
         if spans.iter().any(|s| s.simulated) {
