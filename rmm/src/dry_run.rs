@@ -10,7 +10,12 @@
 //! Their inputs and outputs may be containers over a
 //! [`SimulatedMemoryResource`] (addresses without memory), which
 //! [`ExecPolicy::launch_ordered`] accepts in a dry run and refuses
-//! otherwise. Nothing is computed: outputs keep whatever they held.
+//! otherwise. Nothing is computed: outputs keep whatever they held. While
+//! a dry run's launch closure runs, a kernel launch, memset or copy of
+//! [`crate::launch`] on that thread is refused with [`Error::Logic`], so a
+//! closure that forgets to check [`ExecPolicy::is_dry_run`] fails instead
+//! of handing simulated addresses to the driver. Whether a process has
+//! called the driver at all: [`crate::device::driver_called`].
 //!
 //! | Question | Answer |
 //! |---|---|
