@@ -144,8 +144,9 @@ impl ScratchPlan {
 /// Bytes of scratch one sort of `n` keys of `K` takes from its policy
 /// (`pairs`: with `u32` values): the sum of its allocations, which are all
 /// live at once, so its peak; 0 for no keys. As many bytes as the keys
-/// (and values) plus a few KiB of digit counts and look-back state; a pool
-/// rounds each of its 4 or 5 allocations up to 256 bytes.
+/// (and values) plus the digit counts, positions and look-back state (for
+/// `u32` keys about 180 KiB at 2^20 keys, 43 MiB at 2^30); a pool rounds
+/// each of its 4 or 5 allocations up to 256 bytes.
 ///
 /// ```
 /// use rmm_suite::sort::scratch_bytes;
