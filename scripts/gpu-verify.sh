@@ -99,7 +99,9 @@ step() {
       bash .anchors/run.sh alloc .gpu-bundle/tools/bench-alloc_workloads || status=1
       bash .anchors/run.sh kernels .gpu-bundle/tools/bench-kernels || status=1
       # Graph replay against eager launches (benches/capture.rs).
-      .gpu-bundle/tools/bench-capture | tee "${OUT:-.}/capture-bench.txt" || status=1 ;;
+      .gpu-bundle/tools/bench-capture | tee "${OUT:-.}/capture-bench.txt" || status=1
+      # Dry-run scratch peaks beside the GPU's (benches/dry_run.rs; docs/dry-run.md's table).
+      .gpu-bundle/tools/bench-dry_run | tee "${OUT:-.}/dry-run-bench.md" || status=1 ;;
     demo)
       mkdir -p .gpu-bench
       .gpu-bundle/rmm-demo --out .gpu-bench/demo-out || status=1

@@ -79,8 +79,7 @@ impl Kernels {
     /// A grid for a grid-stride kernel over `n` items: enough blocks to fill
     /// the device a few times over, never more than needed.
     pub fn grid_for(&self, n: usize, block: u32) -> u32 {
-        let needed = n.div_ceil(block as usize).max(1);
-        needed.min(self.multiprocessors as usize * 8) as u32
+        grid_for(n, block, self.multiprocessors)
     }
 
     /// Blocks of `block` threads of kernel `name` that fit on one
@@ -111,6 +110,13 @@ impl Kernels {
         // SAFETY: forwarded contract.
         unsafe { f.launch((grid, 1, 1), (block, 1, 1), shared_bytes, stream, params) }
     }
+}
+
+/// [`Kernels::grid_for`] on a device of `multiprocessors` multiprocessors
+/// (also what a dry run sizes by).
+pub fn grid_for(n: usize, block: u32, multiprocessors: u32) -> u32 {
+    let needed = n.div_ceil(block as usize).max(1);
+    needed.min(multiprocessors as usize * 8) as u32
 }
 
 /// The function `name` of `module`.

@@ -39,6 +39,35 @@
 //! A replay writes the addresses captured: buffers the graph uses must stay
 //! allocated while it may run, and new input goes into the same buffers
 //! before each launch.
+//!
+//! # Dry run
+//! Under a dry-run policy ([`ExecPolicy::dry_run`](rmm::exec_policy::ExecPolicy::dry_run),
+//! module [`rmm::dry_run`]) the policy launchers ([`sort`], [`scan`],
+//! [`reduce`], [`sequence`]) take every scratch allocation exactly as on
+//! the GPU (same sizes, order and frees) and then enqueue nothing and make
+//! no driver call; their spans may be of simulated memory. That answers
+//! "how much scratch, and how small a pool" without a GPU. The functions
+//! `scratch_bytes` of [`sort`], [`scan`] and [`reduce`] give one call's
+//! scratch directly. [`fill`], [`copy`] and [`containers`] take no policy and
+//! no scratch; they have no dry-run form.
+//!
+//! ```
+//! use rmm::dry_run::DryRun;
+//! use rmm::mr::SimulatedMemoryResource;
+//! use rmm::{CudaStreamView, DeviceUvector};
+//! use rmm_suite::sort::{sort_pairs, Order};
+//! let data = SimulatedMemoryResource::new(usize::MAX); // no GPU needed
+//! let n = 1 << 24;
+//! let mut keys = DeviceUvector::<u32>::with_resource(n, CudaStreamView::DEFAULT, data.clone())?;
+//! let mut vals = DeviceUvector::<u32>::with_resource(n, CudaStreamView::DEFAULT, data)?;
+//! let report = DryRun::default().report(|policy| {
+//!     sort_pairs(keys.as_span_mut(), vals.as_span_mut(), Order::Ascending, policy)
+//! })?;
+//! assert_eq!(report.peak_scratch_bytes, rmm_suite::sort::scratch_bytes::<u32>(n, true));
+//! assert!(report.smallest_pool_bytes >= report.peak_scratch_bytes);
+//! assert!(!rmm::device::driver_called());
+//! # Ok::<(), rmm::Error>(())
+//! ```
 
 pub mod containers;
 pub mod copy;
@@ -57,3 +86,8 @@ pub use rmm;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The examples of docs/dry-run.md, compiled as doc tests.
+#[doc = include_str!("../docs/dry-run.md")]
+#[cfg(doctest)]
+pub struct DryRunDocDoctests;

@@ -30,6 +30,10 @@
 //! (so they may differ from a sequential sum in the last bits); float `min`
 //! and `max` ignore NaNs (like `f32::min`) and give NaN only when every
 //! element is NaN.
+//!
+//! In a dry run ([`ExecPolicy::dry_run`]) the scratch is taken as on the
+//! GPU (its size from [`rmm::dry_run::DryRun::multiprocessors`]) and nothing
+//! is computed: [`sum`] returns zero, [`min`] and [`max`] `Some(zero)`.
 
 use kernel_abi::BLOCK;
 use rmm::exec_policy::ExecPolicy;
@@ -42,7 +46,9 @@ use crate::numeric::Numeric;
 
 fn reduce<T: Numeric>(input: DeviceSpan<'_, T>, kernel: &'static str, policy: &ExecPolicy) -> Result<T> {
     policy.launch_ordered(kernel, &[input.info()], |stream| {
-        refuse_capture(kernel, stream)?;
+        if !policy.is_dry_run() {
+            refuse_capture(kernel, stream)?;
+        }
         reduce_on(input, kernel, policy, stream)
     })
 }
@@ -64,6 +70,27 @@ fn refuse_capture(kernel: &str, stream: rmm::CudaStreamView<'_>) -> Result<()> {
     }
 }
 
+/// Blocks of the first reduction launch over `n` elements of `T` on a
+/// device of `multiprocessors` multiprocessors: each thread folds at least
+/// one 16-byte vector per round.
+fn partial_blocks<T>(n: usize, multiprocessors: u32) -> u32 {
+    crate::kernels::grid_for(n.div_ceil(16 / std::mem::size_of::<T>()), BLOCK, multiprocessors).max(1)
+}
+
+/// Bytes of scratch one reduction of `n` elements of `T` takes from its
+/// policy on a device of `multiprocessors` multiprocessors (one allocation:
+/// a partial per block and the result slot). The host-value forms take
+/// none for an empty span.
+///
+/// ```
+/// // 2^24 u32 on an H200 (132 multiprocessors): 8 blocks per
+/// // multiprocessor and the result slot, 4 bytes each.
+/// assert_eq!(rmm_suite::reduce::scratch_bytes::<u32>(1 << 24, 132), 4 * (132 * 8 + 1));
+/// ```
+pub fn scratch_bytes<T: Numeric>(n: usize, multiprocessors: u32) -> usize {
+    (partial_blocks::<T>(n, multiprocessors) as usize + 1) * std::mem::size_of::<T>()
+}
+
 /// The two launches on `stream`: `input`'s partials into policy scratch,
 /// then their reduction into `result` (device memory for one `T`, or
 /// `None` for a scratch slot). Returns where the result is.
@@ -75,18 +102,24 @@ fn launch_reduce<T: Numeric>(
     result: Option<DevicePtr>,
 ) -> Result<(DevicePtr, rmm::exec_policy::Scratch<T>)> {
     let n = input.len();
-    let k = Kernels::current()?;
-    // Each thread folds at least one 16-byte vector per round.
-    let grid = k
-        .grid_for(n.div_ceil(16 / std::mem::size_of::<T>()), BLOCK)
-        .max(1);
+    let (kernels, multiprocessors) = match policy.dry_run_device() {
+        Some(dry) => (None, dry.multiprocessors()),
+        None => {
+            let k = Kernels::current()?;
+            (Some(k), k.multiprocessors)
+        }
+    };
+    let grid = partial_blocks::<T>(n, multiprocessors);
     let partials = policy.scratch::<T>(grid as usize + 1)?;
+    let at = result.unwrap_or_else(|| partials.ptr().offset(grid as usize * std::mem::size_of::<T>()));
+    let Some(k) = kernels else {
+        return Ok((at, partials)); // a dry run: scratch taken, nothing launched
+    };
     let (mut src, mut count, mut dst) = (input.ptr().addr(), n as u64, partials.ptr().addr());
     let mut params = crate::kernel_params!(src, count, dst);
     // SAFETY: parameters match `(input: *const T, n: usize, out: *mut T)`;
     // the span holds `n` elements and `partials` `grid + 1`, disjoint.
     unsafe { k.launch(kernel, grid, BLOCK, 0, stream, &mut params)? };
-    let at = result.unwrap_or_else(|| partials.ptr().offset(grid as usize * std::mem::size_of::<T>()));
     let (mut src2, mut count2, mut dst2) = (partials.ptr().addr(), grid as u64, at.addr());
     let mut params = crate::kernel_params!(src2, count2, dst2);
     // SAFETY: reads the `grid` partials, writes one `T` at `at`: the slot
@@ -104,6 +137,9 @@ fn reduce_on<T: Numeric>(
 ) -> Result<T> {
     // `_partials` (holding the result slot) lives until after the copy.
     let (at, _partials) = launch_reduce(input, kernel, policy, stream, None)?;
+    if policy.is_dry_run() {
+        return Ok(T::ZERO); // nothing was computed
+    }
     let mut result = T::ZERO;
     // SAFETY: copies one `T` into `result`, which outlives the copy because
     // the stream is synchronised before returning.

@@ -34,6 +34,21 @@ pub(crate) fn state_bytes_for<T>(n: usize) -> usize {
     state_bytes(std::mem::size_of::<T>(), tiles(std::mem::size_of::<T>(), n))
 }
 
+/// Bytes of scratch one scan of `n` elements of `T` takes from its policy
+/// (one allocation: the tile state); 0 for no elements.
+///
+/// ```
+/// let b = rmm_suite::scan::scratch_bytes::<u32>(1 << 20);
+/// assert!(b > 0 && b % 256 == 0 && b < 4096);
+/// assert_eq!(rmm_suite::scan::scratch_bytes::<f64>(0), 0);
+/// ```
+pub fn scratch_bytes<T: Numeric>(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    state_bytes_for::<T>(n) / 8 * 8
+}
+
 /// Scans `n >= 1` elements from `input` to `output` (which may be the same
 /// address) with the tile state at `state`: clears the state (counter and
 /// descriptors), then launches one block per tile, both on `stream`.
@@ -95,8 +110,11 @@ fn scan_spans<T: Numeric>(
     policy: &ExecPolicy,
 ) -> Result<()> {
     policy.launch_ordered(what, infos, |stream| {
-        let k = Kernels::current()?;
         let state = policy.scratch::<u64>(state_bytes_for::<T>(n) / 8)?;
+        if policy.is_dry_run() {
+            return Ok(());
+        }
+        let k = Kernels::current()?;
         // SAFETY: the spans hold `n` elements and are identical or disjoint
         // (callers), ordered with their owners' streams; the state is the
         // policy's scratch (`u64`s: 8-byte aligned) of the size the scan needs, freed

@@ -26,6 +26,9 @@ pub fn sequence<T: Numeric>(out: DeviceSpanMut<'_, T>, init: T, step: T, policy:
         return Ok(());
     }
     policy.launch_ordered("sequence", &[out.info()], |stream| {
+        if policy.is_dry_run() {
+            return Ok(()); // no scratch, nothing to launch
+        }
         let k = Kernels::current()?;
         let grid = k.grid_for(n, BLOCK);
         let (mut p, mut count, mut i, mut s) = (out.ptr().addr(), n as u64, init, step);

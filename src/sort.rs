@@ -110,6 +110,59 @@ impl Plan {
     }
 }
 
+/// The scratch of one sort, in the order it is taken (element counts):
+/// the alternate keys (`K`), the alternate values (`u32`, pairs only), the
+/// digit counts, the digit positions and the look-back state (`u32`s). All
+/// of it is live at once, so its sum is the sort's peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ScratchPlan {
+    keys: usize,
+    values: Option<usize>,
+    hist: usize,
+    bases: usize,
+    state: usize,
+}
+
+impl ScratchPlan {
+    fn new<K: RadixKey>(n: usize, pairs: bool, plan: &Plan) -> ScratchPlan {
+        let passes = std::mem::size_of::<K>(); // one digit per byte
+        ScratchPlan {
+            keys: n,
+            values: pairs.then_some(n),
+            hist: passes * RADIX,
+            bases: passes * plan.bases_stride(),
+            state: state_words(plan.portion_tiles.min(plan.tiles)),
+        }
+    }
+
+    fn bytes<K>(&self) -> usize {
+        let words = self.values.unwrap_or(0) + self.hist + self.bases + self.state;
+        self.keys * std::mem::size_of::<K>() + words * 4
+    }
+}
+
+/// Bytes of scratch one sort of `n` keys of `K` takes from its policy
+/// (`pairs`: with `u32` values): the sum of its allocations, which are all
+/// live at once, so its peak; 0 for no keys. As many bytes as the keys
+/// (and values) plus the digit counts, positions and look-back state (for
+/// `u32` keys about 180 KiB at 2^20 keys, 43 MiB at 2^30); a pool rounds
+/// each of its 4 or 5 allocations up to 256 bytes.
+///
+/// ```
+/// use rmm_suite::sort::scratch_bytes;
+/// let n = 1 << 20;
+/// assert!(scratch_bytes::<u32>(n, false) >= 4 * n);
+/// assert!(scratch_bytes::<u32>(n, true) >= 8 * n);
+/// assert_eq!(scratch_bytes::<f64>(0, true), 0);
+/// ```
+pub fn scratch_bytes<K: RadixKey>(n: usize, pairs: bool) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let (items, _, _) = kernel_abi::sort::kernels(K::WIDE, pairs, true);
+    ScratchPlan::new::<K>(n, pairs, &Plan::new(n, items)).bytes::<K>()
+}
+
 /// `(source, destination)` of pass `pass`: pass 0 reads the input; then the
 /// data alternates between the scratch buffer (even passes write it) and the
 /// output (odd passes), so the last pass of an even count ends in the output
@@ -123,7 +176,8 @@ fn pass_buffers(pass: u32, input: u64, output: u64, scratch: u64) -> (u64, u64) 
 }
 
 /// Refuses simulated memory and orders the passes with the spans' streams
-/// ([`ExecPolicy::launch_ordered`]).
+/// ([`ExecPolicy::launch_ordered`]); in a dry run takes the scratch and
+/// launches nothing.
 ///
 /// # Safety
 /// `keys_in`/`keys_out` hold `n` keys of `K` (identical or disjoint);
@@ -163,7 +217,6 @@ unsafe fn radix_passes<K: RadixKey>(
     policy: &ExecPolicy,
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
-    let k = Kernels::current()?;
     let passes = std::mem::size_of::<K>(); // one digit per byte: 4 or 8 (even)
     let mode = K::MODE
         | if order == Order::Descending {
@@ -174,17 +227,23 @@ unsafe fn radix_passes<K: RadixKey>(
     let (items, histogram, onesweep) = kernel_abi::sort::kernels(K::WIDE, b.vals.is_some(), mode == 0);
     let plan = Plan::new(n, items);
     let stride = plan.bases_stride();
+    let sizes = ScratchPlan::new::<K>(n, b.vals.is_some(), &plan);
 
     // Every temporary first: a failure here has touched nothing.
-    let alt_keys = policy.scratch::<K>(n)?;
-    let alt_vals = match b.vals {
-        Some(_) => Some(policy.scratch::<u32>(n)?),
+    let alt_keys = policy.scratch::<K>(sizes.keys)?;
+    let alt_vals = match sizes.values {
+        Some(len) => Some(policy.scratch::<u32>(len)?),
         None => None,
     };
-    let hist = policy.scratch::<u32>(passes * RADIX)?;
-    let bases = policy.scratch::<u32>(passes * stride)?;
-    let state = policy.scratch::<u32>(state_words(plan.portion_tiles.min(plan.tiles)))?;
+    let hist = policy.scratch::<u32>(sizes.hist)?;
+    let bases = policy.scratch::<u32>(sizes.bases)?;
+    let state = policy.scratch::<u32>(sizes.state)?;
+    if policy.is_dry_run() {
+        // The scratch drops here, in the order it does after the passes.
+        return Ok(());
+    }
 
+    let k = Kernels::current()?;
     let resident = k.max_active_blocks(histogram, BLOCK)? as usize * k.multiprocessors as usize;
     let hist_grid = n.div_ceil(BLOCK as usize * HIST_BATCH).min(resident.max(1)) as u32;
     let (mut keys, mut cnt, mut md, mut hp, mut bp, mut st) = (

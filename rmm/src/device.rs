@@ -42,6 +42,25 @@ pub fn init_driver() -> Result<()> {
     driver::init()
 }
 
+/// True once this process has called into the CUDA driver, or tried to
+/// (every driver call of `rmm` first loads and initialises the driver, which
+/// this reports); false while nothing has: e.g. after work on simulated
+/// resources only, or a dry run ([`crate::dry_run`]).
+///
+/// ```
+/// use rmm::mr::{MemoryResource, SimulatedMemoryResource};
+/// let sim = SimulatedMemoryResource::new(1 << 20);
+/// let p = sim.allocate(256, 256, rmm::CudaStreamView::DEFAULT)?;
+/// unsafe { sim.deallocate(p, 256, 256, rmm::CudaStreamView::DEFAULT) };
+/// assert!(!rmm::device::driver_called()); // simulated memory needs no driver
+/// let _ = rmm::device::device_count();
+/// assert!(rmm::device::driver_called());
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub fn driver_called() -> bool {
+    driver::init_attempted()
+}
+
 /// True when the driver loads and reports at least one GPU.
 ///
 /// ```

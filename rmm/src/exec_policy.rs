@@ -29,6 +29,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
+use crate::dry_run::{DryRun, DryRunScope};
 use crate::error::{Error, Result};
 use crate::mr::{current_device_resource, MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
@@ -57,10 +58,15 @@ fn alignment_for<T>() -> usize {
 /// resource for its temporaries (RMM's `exec_policy`).
 ///
 /// Cloning is cheap (the resource is a shared handle).
+///
+/// A policy may be a *dry run* ([`ExecPolicy::dry_run`],
+/// [`ExecPolicy::with_dry_run`]): algorithms then take their scratch as on
+/// the GPU and enqueue nothing (see [`crate::dry_run`]).
 #[derive(Clone, Debug)]
 pub struct ExecPolicy {
     stream: StreamRef,
     resource: SharedResource,
+    dry_run: Option<DryRun>,
 }
 
 impl Default for ExecPolicy {
@@ -69,6 +75,7 @@ impl Default for ExecPolicy {
         ExecPolicy {
             stream: StreamRef::default(),
             resource: current_device_resource(),
+            dry_run: None,
         }
     }
 }
@@ -81,7 +88,48 @@ impl ExecPolicy {
         ExecPolicy {
             stream: StreamRef::from(stream),
             resource: SharedResource::new(resource),
+            dry_run: None,
         }
+    }
+
+    /// A dry-run policy on the default stream whose scratch comes from
+    /// `resource` (usually a [`SimulatedMemoryResource`](crate::mr::SimulatedMemoryResource),
+    /// perhaps under a statistics adaptor or a pool), standing for the
+    /// device of [`DryRun::default`]: algorithms run their real code path,
+    /// take every scratch allocation as on the GPU, and enqueue no kernel
+    /// and make no driver call. See [`crate::dry_run`] for the helpers that
+    /// answer "peak scratch" and "smallest pool".
+    ///
+    /// ```
+    /// use rmm::exec_policy::ExecPolicy;
+    /// use rmm::mr::{SimulatedMemoryResource, StatisticsAdaptor};
+    /// let stats = StatisticsAdaptor::new(SimulatedMemoryResource::new(usize::MAX));
+    /// let policy = ExecPolicy::dry_run(stats.clone());
+    /// assert!(policy.is_dry_run());
+    /// drop(policy.scratch::<u64>(1000)?);
+    /// assert_eq!(stats.bytes_counter().peak, 8000);
+    /// # Ok::<(), rmm::Error>(())
+    /// ```
+    pub fn dry_run<R: MemoryResource>(resource: R) -> Self {
+        ExecPolicy::new(CudaStreamView::DEFAULT, resource).with_dry_run(DryRun::default())
+    }
+
+    /// This policy as a dry run standing for the device `dry_run` describes
+    /// (its stream is kept; in a dry run it is only passed to the resource).
+    pub fn with_dry_run(mut self, dry_run: DryRun) -> Self {
+        self.dry_run = Some(dry_run);
+        self
+    }
+
+    /// True for a dry-run policy: algorithms take their scratch and then
+    /// enqueue nothing.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run.is_some()
+    }
+
+    /// The device a dry-run policy stands for; `None` for a real policy.
+    pub fn dry_run_device(&self) -> Option<DryRun> {
+        self.dry_run
     }
 
     /// A policy on `stream` over the current device's resource.
@@ -89,6 +137,7 @@ impl ExecPolicy {
         ExecPolicy {
             stream: StreamRef::from(stream),
             resource: current_device_resource(),
+            dry_run: None,
         }
     }
 
@@ -113,6 +162,16 @@ impl ExecPolicy {
     /// Spans without a stream (made by `from_raw_parts`) are ordered by their
     /// maker.
     ///
+    /// In a dry run ([`ExecPolicy::is_dry_run`]) spans of simulated memory
+    /// and a simulated resource are accepted, no event or other driver call
+    /// orders anything, and `launch` is called with the policy's stream to
+    /// take its scratch from the policy and then enqueue nothing: a launch
+    /// closure checks [`is_dry_run`](Self::is_dry_run) after its last
+    /// [`scratch`](Self::scratch) and returns there (`rmm-suite`'s
+    /// launchers do). A kernel launch, memset or copy of
+    /// [`crate::launch`] made on this thread while such a closure runs is
+    /// refused with [`Error::Logic`] instead of reaching the driver.
+    ///
     /// Under stream capture (the policy's stream capturing, e.g. inside
     /// [`ExecPolicy::capture`]): a span of the policy's own stream, or of a
     /// stream joined to the same capture, is ordered as above; a span of a
@@ -129,9 +188,9 @@ impl ExecPolicy {
     /// steps 2 to 4.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming `what` for simulated memory;
-    /// [`Error::Capture`] as above; the driver's event error; `launch`'s
-    /// error.
+    /// [`Error::InvalidArgument`] naming `what` for simulated memory (not in
+    /// a dry run); [`Error::Capture`] as above; the driver's event error;
+    /// `launch`'s error.
     ///
     /// ```
     /// use rmm::exec_policy::ExecPolicy;
@@ -142,6 +201,11 @@ impl ExecPolicy {
     /// let policy = ExecPolicy::new(CudaStreamView::DEFAULT, rmm::mr::SimulatedMemoryResource::new(1 << 20));
     /// let e = policy.launch_ordered("sum", &[v.as_span().info()], |_| Ok(())).unwrap_err();
     /// assert!(matches!(e, Error::InvalidArgument(m) if m.contains("simulated")));
+    /// // A dry run accepts simulated memory; the closure takes its scratch
+    /// // and enqueues nothing.
+    /// let dry = ExecPolicy::dry_run(rmm::mr::SimulatedMemoryResource::new(1 << 20));
+    /// let skipped = dry.launch_ordered("sum", &[v.as_span().info()], |_| Ok(dry.is_dry_run()))?;
+    /// assert!(skipped);
     /// # Ok::<(), rmm::Error>(())
     /// ```
     pub fn launch_ordered<R>(
@@ -150,6 +214,10 @@ impl ExecPolicy {
         spans: &[SpanInfo<'_>],
         launch: impl FnOnce(CudaStreamView<'_>) -> Result<R>,
     ) -> Result<R> {
+        if self.is_dry_run() {
+            let _net = DryRunScope::enter();
+            return launch(self.stream.view());
+        }
         if spans.iter().any(|s| s.simulated) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: a span of simulated memory has no device memory behind it; kernels cannot run on it"

@@ -100,7 +100,8 @@ impl Function {
     /// context is the module's.
     ///
     /// # Errors
-    /// The driver's launch error.
+    /// [`Error::Logic`](crate::Error::Logic) inside a dry run's launch
+    /// closure ([`crate::dry_run`]); the driver's launch error.
     pub unsafe fn launch(
         self,
         grid: (u32, u32, u32),
@@ -109,6 +110,7 @@ impl Function {
         stream: CudaStreamView<'_>,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        crate::dry_run::refuse_in_dry_run("a kernel launch")?;
         // SAFETY: forwarded contract; the function is live (its module is
         // never unloaded) and the stream is live for the borrow.
         unsafe { driver::launch_kernel(self.0, grid, block, shared_bytes, stream.handle(), params) }
@@ -188,13 +190,15 @@ impl Drop for Event {
 /// before the host memory is used or freed.
 ///
 /// # Errors
-/// The driver's error.
+/// [`Error::Logic`](crate::Error::Logic) inside a dry run's launch closure
+/// ([`crate::dry_run`]); the driver's error.
 pub unsafe fn memcpy_async(
     dst: DevicePtr,
     src: DevicePtr,
     bytes: usize,
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
+    crate::dry_run::refuse_in_dry_run("a copy")?;
     // SAFETY: forwarded contract; the stream is live for the borrow.
     unsafe { driver::memcpy_async(dst.addr(), src.addr(), bytes, stream.handle()) }
 }
@@ -209,7 +213,8 @@ pub unsafe fn memcpy_async(
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for another
-/// element size; the driver's error.
+/// element size; [`Error::Logic`](crate::Error::Logic) inside a dry run's
+/// launch closure ([`crate::dry_run`]); the driver's error.
 pub unsafe fn memset_async(
     dst: DevicePtr,
     value: u32,
@@ -217,6 +222,7 @@ pub unsafe fn memset_async(
     count: usize,
     stream: CudaStreamView<'_>,
 ) -> Result<()> {
+    crate::dry_run::refuse_in_dry_run("a memset")?;
     // SAFETY: forwarded contract; the stream is live for the borrow.
     unsafe { driver::memset_async(dst.addr(), value, element_size, count, stream.handle()) }
 }

@@ -25,6 +25,7 @@
 //! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
 //! | CUDA graph capture: capture once, replay many times | [`graph`] |
+//! | Dry runs: an algorithm's scratch peak and smallest pool, without a GPU | [`dry_run`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -63,6 +64,7 @@ pub mod align;
 pub mod buffer;
 pub mod device;
 pub(crate) mod driver;
+pub mod dry_run;
 pub mod env;
 pub mod error;
 pub mod exec_policy;

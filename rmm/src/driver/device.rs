@@ -66,6 +66,12 @@ fn load_library() -> Result<()> {
 
 static INIT: OnceLock<Result<()>> = OnceLock::new();
 
+/// True once [`init`] has run in this process (whatever it answered): every
+/// driver call of the crate goes through it first.
+pub fn init_attempted() -> bool {
+    INIT.get().is_some()
+}
+
 /// Loads the driver library and initialises the driver, once per process.
 /// Fails with [`Error::DriverUnavailable`] when the library cannot be loaded
 /// (no NVIDIA driver installed), and with the driver's error (e.g.
