@@ -29,6 +29,7 @@ use pyo3::prelude::*;
 mod buffer;
 mod errors;
 mod ffi;
+mod forensics;
 mod logging;
 mod pointer_copies;
 mod resources;
@@ -46,6 +47,7 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
+    forensics::register(m)?;
     buffer::register(m)?;
     pointer_copies::register(m)?;
     logging::register(m)?;

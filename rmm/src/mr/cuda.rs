@@ -1,5 +1,6 @@
 //! [`CudaMemoryResource`]: `cuMemAlloc` / `cuMemFree`.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
 use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
@@ -48,7 +49,12 @@ fn graph() -> &'static Arc<GraphMemory> {
 impl CudaMemoryResource {
     fn allocate_shared(bytes: usize) -> Result<DevicePtr> {
         driver::mem_alloc(bytes).map_err(|e| match e {
-            Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+            Error::OutOfMemory {
+                requested,
+                reason,
+                report,
+            } => Error::OutOfMemory {
+                report,
                 requested,
                 reason: format!("CudaMemoryResource: {reason}"),
             },
@@ -68,14 +74,16 @@ impl CudaMemoryResource {
 
 impl MemoryResource for CudaMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-            return Ok(p);
-        }
-        Self::allocate_shared(bytes)
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
+                return Ok(p);
+            }
+            Self::allocate_shared(bytes)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

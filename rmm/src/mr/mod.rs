@@ -71,6 +71,7 @@ mod cuda_async;
 mod cuda_async_managed;
 mod detail;
 mod fixed_size;
+pub mod forensics;
 #[cfg(unix)]
 mod ipc;
 mod managed;
@@ -96,6 +97,11 @@ pub use cuda_async::{
 };
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
 pub use fixed_size::{FixedSizeMemoryResource, FixedSizeOptions};
+pub use forensics::{
+    add_oom_observer, notify_oom_observers, remove_oom_observer, snapshot, write_oom_reports_to, Block,
+    BlockState, Chunk, Counters, LayerState, LiveAllocation, LiveSite, OomObserverId, OomReport, OomRequest,
+    Snapshot,
+};
 #[cfg(unix)]
 pub use ipc::{ImportedAllocation, ImportedPool, PoolPointerExport};
 pub use managed::ManagedMemoryResource;

@@ -1,5 +1,6 @@
 //! [`TrackingAdaptor`]: the map of outstanding allocations.
 
+use crate::mr::forensics::{reported, LayerState, LiveAllocation};
 use std::backtrace::Backtrace;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -140,33 +141,72 @@ impl<U: MemoryResource> TrackingAdaptor<U> {
     }
 }
 
+/// A captured backtrace as one line a frame (the function lines of
+/// `Backtrace`'s display; the `at file:line` lines joined to their frame).
+fn frames(b: &Backtrace) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in b.to_string().lines() {
+        let t = line.trim();
+        match out.last_mut() {
+            Some(last) if t.starts_with("at ") => {
+                last.push(' ');
+                last.push_str(t);
+            }
+            _ if !t.is_empty() => out.push(t.to_string()),
+            _ => {}
+        }
+    }
+    out
+}
+
 impl<U: MemoryResource> MemoryResource for TrackingAdaptor<U> {
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("tracking", "TrackingAdaptor");
+        let live: Vec<LiveAllocation> = self
+            .outstanding_allocations()
+            .into_iter()
+            .map(|(p, info)| LiveAllocation {
+                address: p.addr(),
+                size: info.size,
+                stream: None,
+                thread: None,
+                time: None,
+                backtrace: info.backtrace.map(|b| frames(&b)),
+            })
+            .collect();
+        l.used_bytes = Some(live.iter().map(|a| a.size).sum());
+        l.live_allocations = Some(live);
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
-        if p.is_null() {
-            return Ok(p);
-        }
-        let backtrace = self
-            .inner
-            .capture_stacks
-            .then(|| Arc::new(Backtrace::force_capture()));
-        let mut map = lock(&self.inner.map);
-        map.bytes += bytes;
-        if let Some(old) = map.live.insert(
-            p,
-            AllocationInfo {
-                size: bytes,
-                backtrace,
-            },
-        ) {
-            map.bytes -= old.size;
-            self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-            log::error!(
-                "TrackingAdaptor: upstream returned {p} again while it was outstanding ({} bytes)",
-                old.size
-            );
-        }
-        Ok(p)
+        reported(self, bytes, alignment, stream, || {
+            let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
+            if p.is_null() {
+                return Ok(p);
+            }
+            let backtrace = self
+                .inner
+                .capture_stacks
+                .then(|| Arc::new(Backtrace::force_capture()));
+            let mut map = lock(&self.inner.map);
+            map.bytes += bytes;
+            if let Some(old) = map.live.insert(
+                p,
+                AllocationInfo {
+                    size: bytes,
+                    backtrace,
+                },
+            ) {
+                map.bytes -= old.size;
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "TrackingAdaptor: upstream returned {p} again while it was outstanding ({} bytes)",
+                    old.size
+                );
+            }
+            Ok(p)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
