@@ -15,7 +15,9 @@
 //! driver failures `rmm_rs.CUDAError` (a `MemoryError` when an allocation
 //! fails, as in RMM), a missing driver `rmm_rs.DriverUnavailableError`,
 //! anything else `rmm_rs.RMMError`; an exception of a Python callback
-//! inside an allocation leaves it as RMM translates it.
+//! inside an allocation leaves it as RMM translates it. An out-of-memory
+//! `MemoryError` carries the error's report as `report` (`forensics`,
+//! which also holds `memory_snapshot_json` and the observer functions).
 //!
 //! No `unsafe` outside `ffi` (the exported C functions), `stream` (views
 //! of foreign stream handles), `buffer` and `pointer_copies` (raw copies
