@@ -23,13 +23,13 @@
 //! create and attach a user object) never wait for device work. See
 //! docs/locks.md.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::detection::{capture_detection, CaptureDetection};
 use super::mode::{capture_error, capture_state, invalidated};
 use super::pool::GraphPoolId;
+use super::registry_book::Registry;
 use crate::device::DeviceId;
 use crate::driver::{self, CaptureState, GraphHandle, StreamCaptureMode};
 use crate::error::Result;
@@ -46,137 +46,6 @@ pub(crate) struct ActiveCapture {
     pub graph: GraphHandle,
     /// The device of the stream the capture was found on, when known.
     pub device: Option<DeviceId>,
-}
-
-/// One registered capture.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Record {
-    pool: GraphPoolId,
-    graph: GraphHandle,
-    device: Option<DeviceId>,
-    /// Begun through rmm: removed by [`end`] only. Adopted records go when
-    /// their last stream does.
-    begun_by_rmm: bool,
-}
-
-/// The registry's bookkeeping, on plain integers (no driver call).
-#[derive(Debug, Default)]
-pub(super) struct Registry {
-    /// Capture id -> record.
-    captures: BTreeMap<u64, Record>,
-    /// Stream handle -> capture id.
-    streams: BTreeMap<usize, u64>,
-}
-
-impl Registry {
-    pub(super) const fn new() -> Self {
-        Registry {
-            captures: BTreeMap::new(),
-            streams: BTreeMap::new(),
-        }
-    }
-
-    /// Number of registered streams.
-    pub(super) fn stream_count(&self) -> usize {
-        self.streams.len()
-    }
-
-    /// The capture `id`, as resources see it.
-    fn active(&self, id: u64) -> Option<ActiveCapture> {
-        self.captures.get(&id).map(|r| ActiveCapture {
-            id,
-            pool: r.pool,
-            graph: r.graph,
-            device: r.device,
-        })
-    }
-
-    /// The capture registered for `stream`.
-    pub(super) fn of_stream(&self, stream: usize) -> Option<ActiveCapture> {
-        self.streams.get(&stream).and_then(|&id| self.active(id))
-    }
-
-    /// The capture `id` if `stream` is registered with it.
-    fn joined(&self, stream: usize, id: u64) -> Option<ActiveCapture> {
-        (self.streams.get(&stream) == Some(&id))
-            .then(|| self.active(id))
-            .flatten()
-    }
-
-    /// Whether the graph of capture `id` is `graph` (the capture is
-    /// registered and has not ended).
-    pub(super) fn holds(&self, id: u64, graph: GraphHandle) -> bool {
-        self.captures.get(&id).is_some_and(|r| r.graph == graph)
-    }
-
-    /// Registers a capture begun through rmm on `stream`.
-    pub(super) fn begin(
-        &mut self,
-        stream: usize,
-        id: u64,
-        pool: GraphPoolId,
-        graph: GraphHandle,
-        device: DeviceId,
-    ) {
-        self.forget_stream(stream);
-        self.captures.insert(
-            id,
-            Record {
-                pool,
-                graph,
-                device: Some(device),
-                begun_by_rmm: true,
-            },
-        );
-        self.streams.insert(stream, id);
-    }
-
-    /// Removes capture `id` and every stream registered with it.
-    pub(super) fn end(&mut self, id: u64) {
-        self.captures.remove(&id);
-        self.streams.retain(|_, c| *c != id);
-    }
-
-    /// Drops `stream`'s entry (its capture ended or changed); an adopted
-    /// capture left without a stream goes too.
-    pub(super) fn forget_stream(&mut self, stream: usize) {
-        let Some(id) = self.streams.remove(&stream) else {
-            return;
-        };
-        let adopted = self.captures.get(&id).is_some_and(|r| !r.begun_by_rmm);
-        if adopted && !self.streams.values().any(|&c| c == id) {
-            self.captures.remove(&id);
-        }
-    }
-
-    /// What the driver said of `stream`, folded in: `None` drops a stale
-    /// entry; an active capture is joined (a known id) or adopted (an
-    /// unknown id, with the pool `fresh_pool` makes).
-    pub(super) fn observe(
-        &mut self,
-        stream: usize,
-        state: CaptureState,
-        device: Option<DeviceId>,
-        fresh_pool: impl FnOnce() -> GraphPoolId,
-    ) -> Option<ActiveCapture> {
-        let CaptureState::Active { id, graph } = state else {
-            if state == CaptureState::None {
-                self.forget_stream(stream);
-            }
-            return None;
-        };
-        if self.streams.get(&stream) != Some(&id) {
-            self.forget_stream(stream);
-        }
-        self.captures.entry(id).or_insert_with(|| Record {
-            pool: fresh_pool(),
-            graph,
-            device,
-            begun_by_rmm: false,
-        });
-        self.streams.insert(stream, id);
-        self.active(id)
-    }
 }
 
 /// The registry of the process.
@@ -324,6 +193,13 @@ fn ask_driver(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
     }
 }
 
+/// True while any capture is registered (one atomic load): a capture may be
+/// under way in the process. Entries of adopted captures that ended stay
+/// until their stream is next looked up.
+pub(crate) fn captures_registered() -> bool {
+    !nothing_registered()
+}
+
 /// The registered capture of `stream`, for frees: `None` after one atomic
 /// load when nothing is registered, and for streams not registered. A
 /// registered stream is re-checked with the driver (a stale entry is
@@ -340,117 +216,7 @@ pub(crate) fn registered_capture_of(stream: CudaStreamView<'_>) -> Option<Active
 
 #[cfg(test)]
 mod tests {
-    use std::num::NonZeroUsize;
-
     use super::*;
-
-    fn graph(n: usize) -> GraphHandle {
-        GraphHandle::from_raw(NonZeroUsize::new(n).unwrap())
-    }
-
-    fn active(id: u64, g: usize) -> CaptureState {
-        CaptureState::Active { id, graph: graph(g) }
-    }
-
-    #[test]
-    fn a_begun_capture_is_found_by_its_stream_until_it_ends() {
-        let mut r = Registry::new();
-        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
-        assert_eq!(r.stream_count(), 1);
-        let c = r.of_stream(0x10).unwrap();
-        assert_eq!(
-            (c.id, c.pool, c.graph, c.device),
-            (7, GraphPoolId(3), graph(0x100), Some(DeviceId(0)))
-        );
-        assert!(r.holds(7, graph(0x100)));
-        assert!(!r.holds(7, graph(0x200)));
-        assert!(r.of_stream(0x20).is_none());
-        r.end(7);
-        assert_eq!(r.stream_count(), 0);
-        assert!(r.of_stream(0x10).is_none());
-        assert!(!r.holds(7, graph(0x100)));
-    }
-
-    #[test]
-    fn joined_streams_share_the_pool_of_their_capture() {
-        let mut r = Registry::new();
-        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
-        let joined = r.observe(0x20, active(7, 0x100), None, || {
-            panic!("no new pool for a known capture")
-        });
-        assert_eq!(joined.unwrap().pool, GraphPoolId(3));
-        assert_eq!(r.stream_count(), 2);
-        assert_eq!(r.joined(0x20, 7).unwrap().pool, GraphPoolId(3));
-        r.end(7);
-        assert_eq!(r.stream_count(), 0, "ending removes the joined streams too");
-    }
-
-    #[test]
-    fn a_foreign_capture_is_adopted_once_and_its_joined_streams_share_it() {
-        let mut r = Registry::new();
-        let mut made = 0;
-        let a = r
-            .observe(0x30, active(9, 0x300), Some(DeviceId(1)), || {
-                made += 1;
-                GraphPoolId(50)
-            })
-            .unwrap();
-        let b = r
-            .observe(0x31, active(9, 0x300), None, || {
-                made += 1;
-                GraphPoolId(51)
-            })
-            .unwrap();
-        assert_eq!(made, 1);
-        assert_eq!((a.pool, b.pool), (GraphPoolId(50), GraphPoolId(50)));
-        assert_eq!(a.device, Some(DeviceId(1)));
-    }
-
-    #[test]
-    fn stale_entries_are_dropped_when_their_stream_is_seen_again() {
-        let mut r = Registry::new();
-        r.observe(0x30, active(9, 0x300), None, || GraphPoolId(50));
-        r.observe(0x31, active(9, 0x300), None, || GraphPoolId(51));
-        // The capture ended outside rmm: each stream goes when seen idle.
-        assert!(r
-            .observe(0x30, CaptureState::None, None, || GraphPoolId(52))
-            .is_none());
-        assert_eq!(r.stream_count(), 1);
-        assert!(r.captures.contains_key(&9), "a stream still names it");
-        r.observe(0x31, CaptureState::None, None, || GraphPoolId(53));
-        assert_eq!(r.stream_count(), 0);
-        assert!(
-            r.captures.is_empty(),
-            "an adopted capture without streams is gone"
-        );
-        // A stream that moved on to another capture gets that capture's pool.
-        r.observe(0x40, active(10, 0x400), None, || GraphPoolId(60));
-        let moved = r
-            .observe(0x40, active(11, 0x410), None, || GraphPoolId(61))
-            .unwrap();
-        assert_eq!((moved.id, moved.pool), (11, GraphPoolId(61)));
-        assert!(!r.captures.contains_key(&10));
-        assert_eq!(r.stream_count(), 1);
-    }
-
-    #[test]
-    fn a_begun_capture_outlives_its_stream_entry_until_end() {
-        let mut r = Registry::new();
-        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
-        // Ended behind rmm's back: the stream entry goes, the record stays
-        // for `end` to remove.
-        r.observe(0x10, CaptureState::None, None, || GraphPoolId(4));
-        assert_eq!(r.stream_count(), 0);
-        assert!(r.holds(7, graph(0x100)));
-        r.end(7);
-        assert!(r.captures.is_empty());
-        // An invalidated answer changes nothing.
-        r.begin(0x10, 8, GraphPoolId(5), graph(0x110), DeviceId(0));
-        assert!(r
-            .observe(0x10, CaptureState::Invalidated, None, || GraphPoolId(6))
-            .is_none());
-        assert_eq!(r.of_stream(0x10).unwrap().id, 8);
-    }
 
     /// Tests that change or depend on the process-wide detection.
     static DETECTION: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -463,8 +229,8 @@ mod tests {
     fn an_rmm_capture_and_its_joined_stream_share_one_pool_on_the_gpu() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let buf = crate::DeviceBuffer::new(8192, s.view()).unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let found = capture_of(s.view()).unwrap().unwrap();
@@ -503,8 +269,8 @@ mod tests {
     fn a_capture_begun_outside_rmm_is_adopted_and_dropped_when_it_ends() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let unseen = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let unseen = crate::CudaStream::non_blocking().unwrap();
         for stream in [&s, &unseen] {
             // SAFETY: both streams are live; each capture is ended below.
             unsafe { driver::stream_begin_capture(stream.view().handle(), StreamCaptureMode::ThreadLocal) }
@@ -531,14 +297,14 @@ mod tests {
         assert_eq!(capture_of(unseen.view()), Ok(None));
         let r = read();
         assert!(r.of_stream(s.view().as_raw()).is_none() && r.of_stream(unseen.view().as_raw()).is_none());
-        assert!(!r.captures.contains_key(&a.id) && !r.captures.contains_key(&b.id));
+        assert!(!r.knows(a.id) && !r.knows(b.id));
     }
 
     #[test]
     fn an_invalidated_capture_is_a_capture_error() {
         crate::require_gpu!();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let registered = registered_capture_of(s.view()).unwrap();
         // Synchronising another stream on the capturing thread is illegal in

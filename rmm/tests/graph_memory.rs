@@ -2,12 +2,19 @@
 //! capture belongs to the graph, stays reserved while the graph exists, is
 //! reused only within it, and goes back once the graph is destroyed.
 //!
-//! The captures here use `CaptureMode::ThreadLocal`: the tests of this
-//! binary run in parallel, and in global mode every other thread's
-//! `cuMemAlloc` would be refused (and invalidate the capture), as the
-//! driver defines it. The capturing thread's own synchronous calls are the
-//! ones rmm must keep legal, and thread-local mode refuses them just the
-//! same.
+//! A binary of its own, whose tests take turns ([`one_at_a_time`]): a
+//! capture is invalidated by device-wide work of other threads while it is
+//! under way. Seen on the H200 (2026-12-02): with the tests in parallel, a
+//! pool constructor's synchronisation of the legacy default stream failed
+//! with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` while another test captured a
+//! blocking stream, and, with non-blocking streams, captures of three tests
+//! were invalidated while other tests built and dropped resources (device
+//! synchronisations, `cuMemFree`). Every other thread's `cuMemAlloc` is
+//! refused in global capture mode, as the driver defines it. So the tests
+//! capture non-blocking streams in `CaptureMode::ThreadLocal` (the
+//! capturing thread's own synchronous calls are the ones rmm must keep
+//! legal, and thread-local mode refuses them just the same), one test at a
+//! time.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -24,9 +31,21 @@ use rmm::mr::{
 };
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 
-use crate::common::{GIB, MIB};
+#[macro_use]
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{GIB, MIB};
 
 const TL: CaptureMode = CaptureMode::ThreadLocal;
+
+/// Held for a whole test: no other test's device-wide work can invalidate
+/// its captures (see the module docs). A failed test poisons nothing: the
+/// lock is taken over.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
 const N: usize = MIB;
 
 fn fill(p: DevicePtr, n: usize, v: u8, s: CudaStreamView) {
@@ -82,7 +101,7 @@ fn wait_released(name: &str, mr: &dyn MemoryResource) -> GraphMemoryStats {
 /// freed after it; z of the same size allocated and filled with 7; a replay
 /// must leave z intact. Then the graph's memory goes back.
 fn trap(name: &str, mr: &dyn MemoryResource) {
-    let s = CudaStream::new().expect("stream");
+    let s = CudaStream::non_blocking().expect("stream");
     let sv = s.view();
     let x = mr.allocate(N, 256, sv).unwrap_or_else(|e| panic!("{name}: {e}"));
     fill(x, N, 3, sv);
@@ -220,6 +239,7 @@ fn stateful_resources() -> Vec<(&'static str, SharedResource)> {
 #[test]
 fn every_resource_keeps_the_trap_shut() {
     rmm_testing::require_gpu!("graph_memory::every_resource_keeps_the_trap_shut");
+    let _turn = one_at_a_time();
     for (name, mr) in stateful_resources() {
         trap(name, &mr);
     }
@@ -228,6 +248,7 @@ fn every_resource_keeps_the_trap_shut() {
 #[test]
 fn stateless_resources_keep_the_trap_shut() {
     rmm_testing::require_gpu!("graph_memory::stateless_resources_keep_the_trap_shut");
+    let _turn = one_at_a_time();
     trap("cuda", &CudaMemoryResource::new());
     trap("managed", &ManagedMemoryResource::new());
     trap("pinned", &PinnedHostMemoryResource::new());
@@ -240,7 +261,7 @@ fn stateless_resources_keep_the_trap_shut() {
         &PrefetchAdaptor::new(ManagedMemoryResource::new()),
     );
     // Memory of one instance may be freed through another (they compare equal).
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let cap = begin_capture(s.view(), TL).unwrap();
     let p = CudaMemoryResource::new().allocate(N, 256, s.view()).unwrap();
     fill(p, N, 1, s.view());
@@ -257,8 +278,9 @@ fn stateless_resources_keep_the_trap_shut() {
 #[test]
 fn captures_sharing_a_graph_pool_share_its_memory() {
     rmm_testing::require_gpu!("graph_memory::captures_sharing_a_graph_pool_share_its_memory");
+    let _turn = one_at_a_time();
     let mr = pool();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let out = CudaMemoryResource::new()
         .allocate(2 * N, 256, CudaStreamView::DEFAULT)
@@ -311,9 +333,10 @@ fn captures_sharing_a_graph_pool_share_its_memory() {
 #[test]
 fn a_pool_grows_during_capture() {
     rmm_testing::require_gpu!("graph_memory::a_pool_grows_during_capture");
+    let _turn = one_at_a_time();
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let cap = begin_capture(sv, TL).unwrap();
     let y = mr.allocate(64 * MIB, 256, sv).unwrap();
@@ -337,8 +360,9 @@ fn a_pool_grows_during_capture() {
 #[test]
 fn a_free_during_capture_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_free_during_capture_waits_for_the_graph");
+    let _turn = one_at_a_time();
     let mr = pool();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let x = mr.allocate(N, 256, sv).unwrap();
     let cap = begin_capture(sv, TL).unwrap();
@@ -368,12 +392,13 @@ fn a_free_during_capture_waits_for_the_graph() {
 #[test]
 fn thousands_of_pairs_in_one_graph() {
     rmm_testing::require_gpu!("graph_memory::thousands_of_pairs_in_one_graph");
+    let _turn = one_at_a_time();
     for (name, mr) in [
         ("pool", SharedResource::new(pool())),
         ("arena", SharedResource::new(arena())),
         ("binning", SharedResource::new(binning())),
     ] {
-        let s = CudaStream::new().unwrap();
+        let s = CudaStream::non_blocking().unwrap();
         let sv = s.view();
         let out = CudaMemoryResource::new()
             .allocate(4096, 256, CudaStreamView::DEFAULT)
@@ -425,11 +450,12 @@ impl Write for SharedLog {
 #[test]
 fn adaptors_count_and_log_graph_memory() {
     rmm_testing::require_gpu!("graph_memory::adaptors_count_and_log_graph_memory");
+    let _turn = one_at_a_time();
     let log = SharedLog::default();
     let logging = LoggingAdaptor::to_writer(pool(), log.clone(), true).unwrap();
     let tracking = TrackingAdaptor::new(logging.clone(), false);
     let mr = StatisticsAdaptor::new(tracking.clone());
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let cap = begin_capture(sv, TL).unwrap();
     let y = mr.allocate(N, 256, sv).unwrap();
@@ -462,8 +488,12 @@ fn adaptors_count_and_log_graph_memory() {
 #[test]
 fn freeing_another_graphs_memory_during_capture_is_refused() {
     rmm_testing::require_gpu!("graph_memory::freeing_another_graphs_memory_during_capture_is_refused");
+    let _turn = one_at_a_time();
     let mr = pool();
-    let (s1, s2) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
+    let (s1, s2) = (
+        CudaStream::non_blocking().unwrap(),
+        CudaStream::non_blocking().unwrap(),
+    );
     let cap = begin_capture(s1.view(), TL).unwrap();
     let a = mr.allocate(N, 256, s1.view()).unwrap();
     fill(a, N, 6, s1.view());
@@ -501,9 +531,10 @@ fn freeing_another_graphs_memory_during_capture_is_refused() {
 #[test]
 fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph");
+    let _turn = one_at_a_time();
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let out = CudaMemoryResource::new()
         .allocate(N, 256, CudaStreamView::DEFAULT)
@@ -524,11 +555,13 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     );
     // Other memory from the same upstream does not land on the graph's.
     let other = upstream.allocate(N, 256, CudaStreamView::DEFAULT).unwrap();
-    fill(other, N, 9, CudaStreamView::DEFAULT);
+    let s2 = CudaStream::non_blocking().unwrap();
+    fill(other, N, 9, s2.view());
+    s2.synchronize().unwrap();
     // SAFETY: `out` is live; y is the graph's own.
     unsafe { exec.launch(sv) }.unwrap();
     assert!(all(&read(out, N, sv), 5));
-    assert!(all(&read(other, N, CudaStreamView::DEFAULT), 9));
+    assert!(all(&read(other, N, s2.view()), 9));
     // SAFETY: from `upstream` with these arguments.
     unsafe { upstream.deallocate(other, N, 256, CudaStreamView::DEFAULT) };
     drop(exec);
