@@ -339,7 +339,11 @@ fn snapshot_json_round_trips_and_follows_the_schema() {
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     check_schema(&v);
     assert_eq!(v["live_allocations"][0]["size"], 1000);
-    assert_eq!(v["live_allocations"][0]["backtrace"], serde_json::Value::Null);
+    let live = &v["live_allocations"][0];
+    assert_eq!(live["backtrace"], serde_json::Value::Null);
+    assert_eq!(live["stream"], "0x0");
+    assert_eq!(live["thread"], rmm::logger::thread_id());
+    assert_eq!(live["time"].as_str().map(str::len), Some("00:00:00.000000".len()));
     let pool_json = &v["resource"]["upstream"]["upstream"];
     assert_eq!(pool_json["name"], "pool");
     assert_eq!(pool_json["free_bytes_by_stream"]["0x1234"], round(5000));

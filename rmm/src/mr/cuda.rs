@@ -73,6 +73,18 @@ impl CudaMemoryResource {
 }
 
 impl MemoryResource for CudaMemoryResource {
+    /// The device's free and total memory (`cuMemGetInfo` of the current
+    /// device), where the driver answers: the free bytes as one figure
+    /// (the driver says nothing of their blocks), the total as the limit.
+    fn layer_state(&self) -> crate::mr::LayerState {
+        let mut l = crate::mr::LayerState::new("cuda", "CudaMemoryResource");
+        if let Ok((free, total)) = driver::mem_get_info() {
+            l.free_bytes = Some(free);
+            l.limit_bytes = Some(total);
+        }
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         reported(self, bytes, alignment, stream, || {
             check_base_alignment(alignment)?;

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use super::lock;
 use crate::error::Result;
@@ -13,14 +14,21 @@ use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
-/// One outstanding allocation: its requested size and, when the adaptor
-/// captures stacks, where it was made.
+/// One outstanding allocation: its requested size, stream, thread and time
+/// and, when the adaptor captures stacks, where it was made.
 #[derive(Debug, Clone)]
 pub struct AllocationInfo {
     /// Requested size in bytes.
     pub size: usize,
     /// The allocating call stack, when captured.
     pub backtrace: Option<Arc<Backtrace>>,
+    /// The raw handle of the stream it was allocated on.
+    pub stream: usize,
+    /// The allocating thread ([`logger::thread_id`](crate::logger::thread_id),
+    /// the logging adaptor's `Thread` column).
+    pub thread: u64,
+    /// When it was allocated.
+    pub time: SystemTime,
 }
 
 /// Remembers every outstanding allocation (RMM's
@@ -168,9 +176,9 @@ impl<U: MemoryResource> MemoryResource for TrackingAdaptor<U> {
             .map(|(p, info)| LiveAllocation {
                 address: p.addr(),
                 size: info.size,
-                stream: None,
-                thread: None,
-                time: None,
+                stream: Some(info.stream),
+                thread: Some(info.thread),
+                time: Some(crate::logger::format_time(info.time, '.')),
                 backtrace: info.backtrace.map(|b| frames(&b)),
             })
             .collect();
@@ -196,6 +204,9 @@ impl<U: MemoryResource> MemoryResource for TrackingAdaptor<U> {
                 AllocationInfo {
                     size: bytes,
                     backtrace,
+                    stream: stream.as_raw(),
+                    thread: crate::logger::thread_id(),
+                    time: SystemTime::now(),
                 },
             ) {
                 map.bytes -= old.size;

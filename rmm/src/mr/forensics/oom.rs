@@ -209,14 +209,16 @@ fn write_layer(f: &mut fmt::Formatter<'_>, i: usize, l: &LayerState, failed: boo
     if let Some(limit) = l.limit_bytes {
         writeln!(f, "      limit {}", bytes(limit))?;
     }
-    if l.free_bytes.is_some() {
-        writeln!(
-            f,
-            "      free {}, largest free block {}, fragmentation {:.3}",
-            opt_bytes(l.free_bytes),
-            opt_bytes(l.largest_free_block),
-            l.fragmentation().unwrap_or(0.0)
-        )?;
+    if let Some(free) = l.free_bytes {
+        match (l.largest_free_block, l.fragmentation()) {
+            (Some(largest), Some(frag)) => writeln!(
+                f,
+                "      free {}, largest free block {}, fragmentation {frag:.3}",
+                bytes(free),
+                bytes(largest)
+            )?,
+            _ => writeln!(f, "      free {}", bytes(free))?,
+        }
     }
     if let Some(by) = l.free_bytes_by_stream.as_ref().filter(|b| !b.is_empty()) {
         let parts: Vec<String> = by
