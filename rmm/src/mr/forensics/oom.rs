@@ -68,7 +68,8 @@ pub struct LiveSite {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OomReport {
-    /// The failed request.
+    /// The request as the caller made it (the outermost layer's; a layer
+    /// under it may have been asked more, e.g. an aligning adaptor's).
     pub request: OomRequest,
     /// The name of the layer that refused it.
     pub failed_layer: String,
@@ -117,8 +118,10 @@ impl OomReport {
     }
 
     /// Puts `layer`'s state in front (a layer above the failed one that
-    /// passes the error on).
-    pub(crate) fn push_outer(&mut self, mut layer: LayerState) {
+    /// passes the error on), `request` being what that layer was asked: the
+    /// report's request is the outermost layer's, the caller's.
+    pub(crate) fn push_outer(&mut self, mut layer: LayerState, request: OomRequest) {
+        self.request = request;
         layer.cut_blocks(REPORT_BLOCKS);
         if let Some(live) = layer.live_allocations.take() {
             self.snapshot.live_allocations = live;
@@ -320,7 +323,12 @@ pub(crate) fn through(
                     },
                 )),
                 Some(mut r) => {
-                    Arc::make_mut(&mut r).push_outer(layer.layer_state());
+                    let request = OomRequest {
+                        size: bytes,
+                        alignment,
+                        stream: stream.as_raw(),
+                    };
+                    Arc::make_mut(&mut r).push_outer(layer.layer_state(), request);
                     r
                 }
             };
