@@ -145,6 +145,14 @@ impl Error {
     }
 
     /// The message without the report: its first line.
+    ///
+    /// ```
+    /// use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource};
+    /// let mr = LimitingAdaptor::new(SimulatedMemoryResource::new(1 << 30), 1024);
+    /// let e = mr.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).unwrap_err();
+    /// assert!(e.to_string().lines().count() > 1);
+    /// assert_eq!(e.headline(), e.to_string().lines().next().unwrap());
+    /// ```
     pub fn headline(&self) -> String {
         match self {
             Error::OutOfMemory {
