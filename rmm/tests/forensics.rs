@@ -466,3 +466,53 @@ fn gpu_pool_out_of_memory_report_names_the_pool() {
     assert!(e.to_string().contains("refused the request"));
     free(&pool, a, 40 << 20, 256, S);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A pool of one chunk, random allocations and frees: the snapshot's
+    /// used bytes, free blocks and largest free block are those of a model
+    /// that knows only the live blocks (every gap between them is one
+    /// coalesced free block).
+    #[test]
+    fn pool_snapshots_match_the_gap_model(
+        sizes in proptest::collection::vec(1usize..200_000, 1..40),
+        frees in proptest::collection::vec(proptest::bool::ANY, 40),
+    ) {
+        let size = 16 << 20;
+        let pool = PoolMemoryResource::new(
+            SimulatedMemoryResource::new(1 << 30),
+            PoolOptions::default().initial_pool_size(size).maximum_pool_size(size),
+        )
+        .unwrap();
+        let mut live = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let p = pool.allocate(n, 256, S).unwrap();
+            if frees[i] {
+                free(&pool, p, n, 256, S);
+            } else {
+                live.push((p, n));
+            }
+        }
+        let blocks: Vec<(u64, usize)> = live.iter().map(|&(p, n)| (p.addr(), round(n))).collect();
+        let l = snapshot(&pool).layers.remove(0);
+        let chunk = l.chunks.clone().unwrap()[0];
+        let model = gaps(chunk.address, chunk.size, &blocks);
+        let used: usize = blocks.iter().map(|b| b.1).sum();
+        proptest::prop_assert_eq!(l.used_bytes, Some(used));
+        proptest::prop_assert_eq!(l.free_bytes, Some(size - used));
+        proptest::prop_assert_eq!(l.largest_free_block, Some(model.iter().copied().max().unwrap_or(0)));
+        let free_sizes: Vec<usize> = l.blocks.as_ref().unwrap().iter()
+            .filter(|b| b.state == BlockState::Free).map(|b| b.size).collect();
+        proptest::prop_assert_eq!(free_sizes, model);
+        let mut used_blocks: Vec<(u64, usize)> = l.blocks.unwrap().iter()
+            .filter(|b| b.state == BlockState::Used).map(|b| (b.address, b.size)).collect();
+        let mut want = blocks.clone();
+        want.sort_unstable();
+        used_blocks.sort_unstable();
+        proptest::prop_assert_eq!(used_blocks, want);
+        for (p, n) in live {
+            free(&pool, p, n, 256, S);
+        }
+    }
+}
