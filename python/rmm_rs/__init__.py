@@ -49,7 +49,15 @@ from rmm_rs.rmm import (
     reinitialize,
     unregister_reinitialize_hook,
 )
-from rmm_rs import _cuda, pylibrmm, statistics
+from rmm_rs import _cuda, forensics, pylibrmm, statistics
+from rmm_rs.forensics import (
+    OutOfMemoryReport,
+    add_oom_observer,
+    last_oom_report,
+    memory_snapshot,
+    remove_oom_observer,
+    write_oom_reports_to,
+)
 from rmm_rs.pylibrmm.stream import (
     DEFAULT_STREAM,
     LEGACY_DEFAULT_STREAM,
@@ -91,6 +99,13 @@ __all__ = [
     "read_log",
     "replay_log",
     "statistics",
+    "forensics",
+    "OutOfMemoryReport",
+    "add_oom_observer",
+    "last_oom_report",
+    "memory_snapshot",
+    "remove_oom_observer",
+    "write_oom_reports_to",
 ]
 
 

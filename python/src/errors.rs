@@ -107,7 +107,8 @@ pub(crate) fn to_py(e: rmm::Error) -> PyErr {
     }
     let msg = e.to_string();
     match e {
-        rmm::Error::OutOfMemory { .. } | rmm::Error::BadAlloc(_) => PyMemoryError::new_err(msg),
+        rmm::Error::OutOfMemory { .. } => out_of_memory_error(&e, msg),
+        rmm::Error::BadAlloc(_) => PyMemoryError::new_err(msg),
         rmm::Error::InvalidArgument(_) => PyValueError::new_err(msg),
         rmm::Error::OutOfRange(_) => PyIndexError::new_err(msg),
         rmm::Error::DriverUnavailable(_) => DriverUnavailableError::new_err(msg),
@@ -122,6 +123,19 @@ pub(crate) fn to_py(e: rmm::Error) -> PyErr {
         rmm::Error::Io { .. } => PyOSError::new_err(msg),
         _ => RMMError::new_err(msg),
     }
+}
+
+/// A `MemoryError` with the error's text (the report included) and its
+/// report as the attribute `report` (an `OutOfMemoryReport`, or None).
+fn out_of_memory_error(e: &rmm::Error, msg: String) -> PyErr {
+    let err = PyMemoryError::new_err(msg);
+    Python::attach(|py| {
+        let set = crate::forensics::report_object(py, e).and_then(|r| err.value(py).setattr("report", r));
+        if let Err(failed) = set {
+            log::error!("rmm_rs: cannot attach the out-of-memory report to MemoryError: {failed}");
+        }
+    });
+    err
 }
 
 /// The Python exception for a failed allocation: as [`to_py`], except that

@@ -88,6 +88,9 @@ fn guarded_allocate(size: isize, device: c_int, stream: usize) -> Result<*mut c_
     match catch_unwind(AssertUnwindSafe(|| allocate_impl(size, device, stream))) {
         Ok(Ok(p)) => Ok(p),
         Ok(Err(e)) => {
+            // The message carries the out-of-memory report's text;
+            // `rmm_rs.last_oom_report()` gives the report itself.
+            crate::forensics::remember(&e);
             let msg =
                 format!("rmm_rs allocate({size} bytes, device {device}, stream {stream:#x}) failed: {e}");
             let _ = catch_unwind(|| log::error!("{msg}"));

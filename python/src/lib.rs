@@ -15,7 +15,9 @@
 //! driver failures `rmm_rs.CUDAError` (a `MemoryError` when an allocation
 //! fails, as in RMM), a missing driver `rmm_rs.DriverUnavailableError`,
 //! anything else `rmm_rs.RMMError`; an exception of a Python callback
-//! inside an allocation leaves it as RMM translates it.
+//! inside an allocation leaves it as RMM translates it. An out-of-memory
+//! `MemoryError` carries the error's report as `report` (`forensics`,
+//! which also holds `memory_snapshot_json` and the observer functions).
 //!
 //! No `unsafe` outside `ffi` (the exported C functions), `stream` (views
 //! of foreign stream handles), `buffer` and `pointer_copies` (raw copies
@@ -29,6 +31,7 @@ use pyo3::prelude::*;
 mod buffer;
 mod errors;
 mod ffi;
+mod forensics;
 mod logging;
 mod pointer_copies;
 mod resources;
@@ -46,6 +49,7 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sizes::parse_bytes, m)?)?;
     stream::register(m)?;
     resources::register(m)?;
+    forensics::register(m)?;
     buffer::register(m)?;
     pointer_copies::register(m)?;
     logging::register(m)?;

@@ -135,7 +135,9 @@ _MR_EXTRAS = [
 RMM_RS_EXTRAS = {
     "rmm": ["CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
             "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available",
-            "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics"],
+            "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics",
+            "forensics", "OutOfMemoryReport", "add_oom_observer", "last_oom_report", "memory_snapshot",
+            "remove_oom_observer", "write_oom_reports_to"],
     "rmm.mr": _MR_EXTRAS,
     "rmm.pylibrmm.memory_resource": _MR_EXTRAS,
 }

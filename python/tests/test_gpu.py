@@ -319,3 +319,23 @@ def test_system_resources_on_this_gpu():
         buf.copy_from_host(bytes(range(256)) * 16)
         assert buf.tobytes() == bytes(range(256)) * 16
         del buf
+
+
+def test_pool_out_of_memory_report_on_the_device():
+    size = 64 << 20
+    pool = mr.PoolMemoryResource(mr.CudaMemoryResource(), initial_pool_size=size, maximum_pool_size=size)
+    held = rmm.DeviceBuffer(size=40 << 20, mr=pool)
+    with pytest.raises(MemoryError) as info:
+        rmm.DeviceBuffer(size=40 << 20, mr=pool)
+    report = info.value.report
+    assert report.failed_layer == "pool" and report.size == 40 << 20
+    assert report.layers == ["pool", "cuda"]
+    layer = report.to_dict()["snapshot"]["resource"]
+    assert (layer["reserved_bytes"], layer["used_bytes"]) == (size, 40 << 20)
+    assert layer["largest_free_block"] == size - (40 << 20)
+    cuda = layer["upstream"]
+    assert cuda["limit_bytes"] == rmm_rs.mr.available_device_memory()[1]
+    assert "refused by pool" in str(info.value)
+    snap = rmm_rs.memory_snapshot(pool)
+    assert snap["resource"]["used_bytes"] == 40 << 20
+    del held

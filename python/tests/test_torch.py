@@ -47,3 +47,30 @@ def test_torch_hook_failure_is_an_error_not_a_crash():
     # context stays healthy (no tensor at address 0).
     assert lines[0].startswith("raised") and lines[0].endswith("True"), out
     assert lines[-1] == "1000.0 10.0"
+
+
+def test_torch_out_of_memory_carries_the_report_text():
+    need_module("torch")
+    out = run_py(
+        "import rmm_rs as rmm, torch\n"
+        "from rmm_rs.allocators.torch import rmm_torch_allocator\n"
+        "pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size='64MiB', "
+        "maximum_pool_size='64MiB')\n"
+        "rmm.mr.set_current_device_resource(pool)\n"
+        "torch.cuda.memory.change_current_allocator(rmm_torch_allocator)\n"
+        "ok = torch.ones(1000, device='cuda')\n"
+        "try:\n"
+        "    torch.empty(1 << 30, dtype=torch.uint8, device='cuda')\n"
+        "    print('no error')\n"
+        "except (RuntimeError, MemoryError) as e:\n"
+        "    text = str(e)\n"
+        "    print('raised', 'out-of-memory report' in text, 'refused by pool' in text)\n"
+        "r = rmm.last_oom_report()\n"
+        "print('last', r.failed_layer, r.size >= 1 << 30)\n"
+    )
+    lines = out.strip().splitlines()
+    # The C++ exception of rmm_rs_torch_allocate carries the error's text,
+    # the report included; rmm_rs.last_oom_report() gives the report.
+    assert lines[0] == "raised True True", out
+    # PyTorch may round the request up.
+    assert lines[1] == "last pool True", out

@@ -7,7 +7,7 @@ use std::io::BufRead;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use rmm::mr::{FreeBlockStats, MemoryResource};
+use rmm::mr::{BlockState, FreeBlockStats, MemoryResource, Snapshot};
 use rmm::{DevicePtr, Result};
 
 use crate::memlog::{self, Action, Event};
@@ -50,6 +50,11 @@ pub struct ReplayReport {
     /// The resource's free blocks when the peak was reached (`None` when the
     /// resource does not report them).
     pub free_blocks_at_peak: Option<FreeBlockStats>,
+    /// Live allocations of a snapshot made before the log's events
+    /// ([`replay_from_snapshot`]); 0 for a plain replay.
+    pub preloaded_allocations: usize,
+    /// Those of them the resource refused.
+    pub preload_failures: usize,
 }
 
 impl fmt::Display for ReplayReport {
@@ -81,6 +86,13 @@ impl fmt::Display for ReplayReport {
                 f,
                 "{:<24}{} event(s), replayed on the default stream",
                 "non-default streams:", self.non_default_streams
+            )?;
+        }
+        if self.preloaded_allocations + self.preload_failures > 0 {
+            writeln!(
+                f,
+                "{:<24}{} allocation(s) from the snapshot, {} refused",
+                "preloaded:", self.preloaded_allocations, self.preload_failures
             )?;
         }
         match &self.free_blocks_at_peak {
@@ -134,6 +146,83 @@ impl Drop for AbortOnPanic<'_> {
 /// When the resource panics on a replay thread (the other threads stop and
 /// the panic is passed on).
 pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
+    replay_preloaded(events, mr, &[])
+}
+
+/// Replays `events` against `mr` starting from `snapshot`: the snapshot's
+/// live allocations ([`snapshot_allocations`]) are allocated first, keyed
+/// by their snapshot addresses, so that the log's frees of them free them
+/// and the peak counts them (what a log that starts after the snapshot
+/// needs).
+///
+/// ```
+/// use rmm::mr::{snapshot, MemoryResource, SimulatedMemoryResource, TrackingAdaptor};
+/// use rmm_replay::{parse_log, replay_from_snapshot};
+/// let traced = TrackingAdaptor::new(SimulatedMemoryResource::new(1 << 30), false);
+/// let p = traced.allocate(4096, 256, rmm::CudaStreamView::DEFAULT)?;
+/// let snap = snapshot(&traced);
+/// let log = format!("Thread,Time,Action,Pointer,Size,Stream\n1,10:00:00.000001,free,{:#x},4096,0x0\n", p.addr());
+/// let report = replay_from_snapshot(&snap, &parse_log(log.as_bytes())?, &SimulatedMemoryResource::new(1 << 30));
+/// assert_eq!((report.preloaded_allocations, report.unmatched_frees, report.peak_bytes), (1, 0, 4096));
+/// # unsafe { traced.deallocate(p, 4096, 256, rmm::CudaStreamView::DEFAULT) };
+/// # Ok::<(), rmm::Error>(())
+/// ```
+pub fn replay_from_snapshot(snapshot: &Snapshot, events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
+    replay_preloaded(events, mr, &snapshot_allocations(snapshot))
+}
+
+/// The live allocations of a snapshot as (address, bytes): a tracking
+/// adaptor's when the stack has one, else the used blocks of the topmost
+/// layer that lists blocks.
+pub fn snapshot_allocations(snapshot: &Snapshot) -> Vec<(u64, usize)> {
+    if !snapshot.live_allocations.is_empty() {
+        return snapshot
+            .live_allocations
+            .iter()
+            .map(|a| (a.address, a.size))
+            .collect();
+    }
+    snapshot
+        .layers
+        .iter()
+        .find_map(|l| l.blocks.as_ref())
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.state == BlockState::Used)
+                .map(|b| (b.address, b.size))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Allocates `preload` (address, bytes) from `mr` into the replay's live
+/// map; returns how many the resource refused.
+fn preload_into(s: &mut Shared, preload: &[(u64, usize)], mr: &dyn MemoryResource) -> usize {
+    let mut refused = 0;
+    for &(addr, size) in preload {
+        match mr.allocate_sync(size, 256) {
+            Ok(p) if s.live.contains_key(&addr) || addr == 0 => {
+                // SAFETY: `p` was just allocated from `mr` with these arguments.
+                unsafe { mr.deallocate_sync(p, size, 256) };
+                refused += 1;
+            }
+            Ok(p) => {
+                s.live.insert(addr, (p, size));
+                s.current += size;
+            }
+            Err(e) => {
+                log::debug!("replay: preloading {size} bytes of the snapshot failed: {e}");
+                refused += 1;
+            }
+        }
+    }
+    s.peak = s.current;
+    s.at_peak = mr.free_block_stats();
+    refused
+}
+
+fn replay_preloaded(events: &[Event], mr: &dyn MemoryResource, preload: &[(u64, usize)]) -> ReplayReport {
     let mut per_thread: BTreeMap<usize, Vec<(usize, Event)>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         per_thread.entry(e.thread).or_default().push((i, *e));
@@ -148,6 +237,7 @@ pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
         unmatched: 0,
         aborted: false,
     });
+    let preload_failures = preload_into(&mut shared.lock().unwrap_or_else(|e| e.into_inner()), preload, mr);
     let turn = Condvar::new();
     let start = Instant::now();
     std::thread::scope(|scope| {
@@ -197,6 +287,8 @@ pub fn replay(events: &[Event], mr: &dyn MemoryResource) -> ReplayReport {
         leaked_bytes,
         non_default_streams: events.iter().filter(|e| e.stream > 2).count(),
         free_blocks_at_peak: s.at_peak,
+        preloaded_allocations: preload.len() - preload_failures,
+        preload_failures,
     }
 }
 

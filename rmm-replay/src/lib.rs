@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`memlog`], [`parse_log`] | the one reader of RMM's CSV memory-event log |
 //! | [`replay()`], [`ReplayReport`] | replays a log's events against a resource |
+//! | [`replay_from_snapshot`] | the same, starting from a snapshot's live allocations (docs/snapshots.md) |
 //! | [`by_name::resource`] | builds a resource or adaptor stack from a name such as `statistics_pool` |
 //!
 //!
@@ -42,5 +43,5 @@ pub mod by_name;
 mod engine;
 pub mod memlog;
 
-pub use engine::{parse_log, replay, ReplayReport};
+pub use engine::{parse_log, replay, replay_from_snapshot, snapshot_allocations, ReplayReport};
 pub use memlog::{Action, Event, LogError, MemoryLog};

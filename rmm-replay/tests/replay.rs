@@ -219,6 +219,7 @@ impl MemoryResource for FirstFit {
             return Err(Error::OutOfMemory {
                 requested: bytes,
                 reason: "FirstFit".into(),
+                report: None,
             });
         };
         free.remove(&at);

@@ -6,6 +6,11 @@
 //! so callers that spill on out-of-memory can match that one variant.
 #![forbid(unsafe_code)]
 
+use std::fmt;
+use std::sync::Arc;
+
+use crate::mr::OomReport;
+
 /// Errors returned by memory resources, containers, streams and devices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -28,13 +33,24 @@ pub enum Error {
     #[error("{0}")]
     DriverUnavailable(String),
     /// The request could not be satisfied because memory ran out (device,
-    /// pool, arena or a configured limit). The message contains `out_of_memory`.
-    #[error("out_of_memory: failed to allocate {requested} bytes: {reason}")]
+    /// pool, arena or a configured limit). The message contains
+    /// `out_of_memory`, then the [`OomReport`] (the request and the state of
+    /// every layer of the stack) when one is attached: every error that
+    /// leaves a resource's `allocate` carries one
+    /// ([`oom_report`](Error::oom_report)). Make one with
+    /// [`Error::out_of_memory`]; match it with `Error::OutOfMemory { requested, .. }`.
+    #[error(
+        "out_of_memory: failed to allocate {requested} bytes: {reason}{}",
+        ReportText(report)
+    )]
     OutOfMemory {
         /// The size that was asked for, in bytes.
         requested: usize,
         /// Why: which resource and what limit.
         reason: String,
+        /// The state of the stack at the failure; `None` until the error
+        /// leaves a resource's `allocate`. Compared by value.
+        report: Option<Arc<OomReport>>,
     },
     /// An allocation failed for a reason other than exhausted memory, such as
     /// an alignment the resource cannot provide.
@@ -98,12 +114,53 @@ impl Error {
     /// ```
     pub fn from_cuda(code: u32, name: &'static str, call: &'static str, requested: usize) -> Self {
         if code == CUDA_ERROR_OUT_OF_MEMORY {
-            Error::OutOfMemory {
-                requested,
-                reason: format!("{call} returned {name}"),
-            }
+            Error::out_of_memory(requested, format!("{call} returned {name}"))
         } else {
             Error::Cuda { code, name, call }
+        }
+    }
+
+    /// An [`Error::OutOfMemory`] without a report yet (the resource's
+    /// `allocate` attaches one as the error leaves it).
+    ///
+    /// ```
+    /// let e = rmm::Error::out_of_memory(1 << 20, "arena exhausted");
+    /// assert!(e.is_out_of_memory() && e.oom_report().is_none());
+    /// assert_eq!(e.to_string(), "out_of_memory: failed to allocate 1048576 bytes: arena exhausted");
+    /// ```
+    pub fn out_of_memory(requested: usize, reason: impl Into<String>) -> Self {
+        Error::OutOfMemory {
+            requested,
+            reason: reason.into(),
+            report: None,
+        }
+    }
+
+    /// The report of an [`Error::OutOfMemory`], when attached.
+    pub fn oom_report(&self) -> Option<&OomReport> {
+        match self {
+            Error::OutOfMemory { report, .. } => report.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The message without the report: its first line.
+    ///
+    /// ```
+    /// use rmm::mr::{LimitingAdaptor, MemoryResource, SimulatedMemoryResource};
+    /// let mr = LimitingAdaptor::new(SimulatedMemoryResource::new(1 << 30), 1024);
+    /// let e = mr.allocate(4096, 256, rmm::CudaStreamView::DEFAULT).unwrap_err();
+    /// assert!(e.to_string().lines().count() > 1);
+    /// assert_eq!(e.headline(), e.to_string().lines().next().unwrap());
+    /// ```
+    pub fn headline(&self) -> String {
+        match self {
+            Error::OutOfMemory {
+                requested, reason, ..
+            } => {
+                format!("out_of_memory: failed to allocate {requested} bytes: {reason}")
+            }
+            other => other.to_string(),
         }
     }
 
@@ -134,5 +191,18 @@ impl Error {
     /// [`Error::BadAlloc`]), as RMM's `rmm::bad_alloc` hierarchy does.
     pub fn is_bad_alloc(&self) -> bool {
         matches!(self, Error::OutOfMemory { .. } | Error::BadAlloc(_))
+    }
+}
+
+/// Displays an out-of-memory report after the message: a newline, then
+/// the report; nothing without one.
+struct ReportText<'a>(&'a Option<Arc<OomReport>>);
+
+impl fmt::Display for ReportText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(r) => write!(f, "\n{}", r.to_string().trim_end()),
+            None => Ok(()),
+        }
     }
 }

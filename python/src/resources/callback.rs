@@ -30,6 +30,7 @@ fn callback_error(py: Python<'_>, bytes: usize, e: PyErr) -> Error {
         Error::OutOfMemory {
             requested: bytes,
             reason: format!("allocate callback: {text}"),
+            report: None,
         }
     } else {
         Error::BadAlloc(format!("allocate callback raised {text}"))

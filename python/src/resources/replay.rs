@@ -13,20 +13,26 @@ use super::base::resource_arg;
 use crate::errors::{to_py, IntoPy};
 
 /// Replays a memory-event log (ours or RMM's CSV) against `mr`; returns a
-/// dict of what the replay measured.
+/// dict of what the replay measured. With `snapshot` (a snapshot file's
+/// path, or its JSON text as `rmm_rs.memory_snapshot` gives it through
+/// `json.dumps`), the snapshot's live allocations are made first.
 #[pyfunction]
+#[pyo3(signature = (log_file_name, mr, snapshot=None))]
 fn replay_log<'py>(
     py: Python<'py>,
     log_file_name: PathBuf,
     mr: &Bound<'py, PyAny>,
+    snapshot: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let shared = resource_arg(mr, "mr")?;
+    let snapshot = snapshot.map(|s| read_snapshot(&s)).transpose()?;
     let file = std::fs::File::open(&log_file_name)
         .map_err(|e| to_py(Error::io(format!("cannot open {}", log_file_name.display()), &e)))?;
     let events = rmm_replay::parse_log(std::io::BufReader::new(file)).py_err()?;
     let report = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rmm_replay::replay(&events, &shared)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &snapshot {
+            Some(snap) => rmm_replay::replay_from_snapshot(snap, &events, &shared),
+            None => rmm_replay::replay(&events, &shared),
         }))
     });
     let report = report.map_err(|_| PyRuntimeError::new_err("the replay panicked (see the debug log)"))?;
@@ -44,8 +50,21 @@ fn replay_log<'py>(
         "fragmentation_at_peak",
         report.free_blocks_at_peak.map(|s| s.fragmentation()),
     )?;
+    d.set_item("preloaded_allocations", report.preloaded_allocations)?;
+    d.set_item("preload_failures", report.preload_failures)?;
     d.set_item("report", report.to_string())?;
     Ok(d)
+}
+
+/// A snapshot from JSON text (starting with `{`) or a file path.
+fn read_snapshot(text_or_path: &str) -> PyResult<rmm::mr::Snapshot> {
+    let text = if text_or_path.trim_start().starts_with('{') {
+        text_or_path.to_string()
+    } else {
+        std::fs::read_to_string(text_or_path)
+            .map_err(|e| to_py(Error::io(format!("cannot read snapshot {text_or_path}"), &e)))?
+    };
+    rmm::mr::Snapshot::from_json(&text).py_err()
 }
 
 /// Parses a memory-event log into a list of `(thread, action, pointer,

@@ -1,6 +1,7 @@
 //! [`ArenaMemoryResource`]: a global arena split into per-thread and
 //! per-stream arenas of superblocks.
 
+use crate::mr::forensics::{reported, Chunk, LayerState};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
@@ -590,6 +591,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 g.free_bytes(),
                 g.largest_free()
             ),
+            report: None,
         }
     }
     /// The rounded size of a free of `bytes` at `ptr`, or `None` (logged)
@@ -699,40 +701,77 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
 }
 
 impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if !self.is_simulated() {
-            if let Some(p) = self
-                .graph
-                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
-            {
-                return Ok(p);
-            }
-        }
-        let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
-            Some(s) if s <= self.inner.size => s,
-            _ => return Err(self.out_of_memory(bytes)),
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("arena", "ArenaMemoryResource");
+        let (global_free, global_largest) = self.global_free();
+        let (mut free, mut largest) = (global_free, global_largest);
+        let mut by_stream = std::collections::BTreeMap::new();
+        let keyed: Vec<(usize, Arc<Arena>)> = {
+            let arenas = self.inner.arenas.read().unwrap_or_else(|e| e.into_inner());
+            arenas.by_key.iter().map(|(k, a)| (k.raw(), a.clone())).collect()
         };
-        if let Some(a) = self.try_allocate(size, bytes, stream) {
-            return Ok(self.annotated(a, bytes));
+        for (raw, a) in keyed {
+            let book = lock(&a.book);
+            *by_stream.entry(raw).or_insert(0usize) += book.free_bytes();
         }
-        // Defragmenting synchronises the device: wrong under another current
-        // device, and rare enough to check for it here.
-        if let Some(device) = self.inner.device {
-            ensure_current("ArenaMemoryResource", device)?;
+        for a in self.all_arenas() {
+            let book = lock(&a.book);
+            free += book.free_bytes();
+            largest = largest.max(book.largest_free());
         }
-        self.defragment();
-        match self.try_allocate(size, bytes, stream) {
-            Some(a) => Ok(self.annotated(a, bytes)),
-            None => {
-                let e = self.out_of_memory(bytes);
-                log::error!("{e}");
-                Err(e)
+        l.reserved_bytes = Some(self.inner.size);
+        l.used_bytes = Some(self.inner.size.saturating_sub(free));
+        l.free_bytes = Some(free);
+        l.largest_free_block = Some(largest);
+        l.free_bytes_by_stream = Some(by_stream.into_iter().collect());
+        l.chunks = Some(vec![Chunk {
+            address: self.inner.base.addr(),
+            size: self.inner.size,
+        }]);
+        l.graph_memory = Some(self.graph.stats());
+        l
+    }
+
+    fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        visit(&self.inner.upstream)
+    }
+
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
             }
-        }
+            if !self.is_simulated() {
+                if let Some(p) = self
+                    .graph
+                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                {
+                    return Ok(p);
+                }
+            }
+            let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
+                Some(s) if s <= self.inner.size => s,
+                _ => return Err(self.out_of_memory(bytes)),
+            };
+            if let Some(a) = self.try_allocate(size, bytes, stream) {
+                return Ok(self.annotated(a, bytes));
+            }
+            // Defragmenting synchronises the device: wrong under another current
+            // device, and rare enough to check for it here.
+            if let Some(device) = self.inner.device {
+                ensure_current("ArenaMemoryResource", device)?;
+            }
+            self.defragment();
+            match self.try_allocate(size, bytes, stream) {
+                Some(a) => Ok(self.annotated(a, bytes)),
+                None => {
+                    let e = self.out_of_memory(bytes);
+                    log::error!("{e}");
+                    Err(e)
+                }
+            }
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

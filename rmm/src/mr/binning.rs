@@ -1,5 +1,6 @@
 //! [`BinningMemoryResource`]: requests routed by size to bins.
 
+use crate::mr::forensics::{reported, LayerState};
 use std::fmt;
 use std::sync::Arc;
 
@@ -248,7 +249,10 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
     /// A block from `bin` (made here), retried once after the caches went
     /// back to the bins when the bin is out of memory.
     fn bin_allocate(&self, bin: &Bin, stream: CudaStreamView) -> Result<DevicePtr> {
-        match bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream) {
+        let first = crate::mr::forensics::nested(|| {
+            bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream)
+        });
+        match first {
             Err(e) if e.is_bad_alloc() && self.inner.cache.cached_bytes() > 0 => {
                 self.return_cached(stream);
                 bin.resource.allocate(bin.size, CUDA_ALLOCATION_ALIGNMENT, stream)
@@ -286,37 +290,72 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
 }
 
 impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("binning", "BinningMemoryResource");
+        let bins: Vec<LayerState> = self.inner.bins.iter().map(|b| b.resource.layer_state()).collect();
+        let sum = |f: fn(&LayerState) -> Option<usize>| bins.iter().filter_map(f).sum::<usize>();
+        let cached = self.cached_bytes();
+        l.reserved_bytes = Some(sum(|b| b.reserved_bytes));
+        l.used_bytes = Some(sum(|b| b.used_bytes).saturating_sub(cached));
+        l.free_bytes = Some(sum(|b| b.free_bytes) + cached);
+        l.largest_free_block = bins.iter().filter_map(|b| b.largest_free_block).max().or(Some(0));
+        let mut by_stream = std::collections::BTreeMap::new();
+        for (s, n) in bins.iter().flat_map(|b| b.free_bytes_by_stream.iter().flatten()) {
+            *by_stream.entry(*s).or_insert(0usize) += n;
+        }
+        l.free_bytes_by_stream = Some(by_stream.into_iter().collect());
+        l.chunks = Some(
+            bins.iter()
+                .flat_map(|b| b.chunks.iter().flatten().copied())
+                .collect(),
+        );
+        let mut blocks: Vec<_> = bins
+            .iter()
+            .flat_map(|b| b.blocks.iter().flatten().cloned())
+            .collect();
+        blocks.sort_by_key(|b| b.address);
+        l.blocks = Some(blocks);
+        l.graph_memory = Some(self.graph.stats());
+        l
+    }
+
+    fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        visit(&self.inner.upstream)
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if !self.is_simulated() {
-            if let Some(p) = self
-                .graph
-                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
-            {
-                return Ok(p);
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
             }
-        }
-        let p = match self.route(bytes) {
-            Some((i, bin)) if bin.made_here => {
-                let p = match self.inner.cache.take(stream, i, bin.size) {
-                    Some(addr) => DevicePtr::new(addr),
-                    None => self.bin_allocate(bin, stream)?,
-                };
-                if self.inner.annotate {
-                    nvtx::resize_region(p.addr(), bytes);
+            if !self.is_simulated() {
+                if let Some(p) = self
+                    .graph
+                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                {
+                    return Ok(p);
                 }
-                p
             }
-            Some((_, bin)) => bin.resource.allocate(bytes, alignment, stream)?,
-            None => self.inner.upstream.allocate(bytes, alignment, stream)?,
-        };
-        if !p.is_null() {
-            self.inner.live.insert("BinningMemoryResource", p.addr(), bytes);
-        }
-        Ok(p)
+            let p = match self.route(bytes) {
+                Some((i, bin)) if bin.made_here => {
+                    let p = match self.inner.cache.take(stream, i, bin.size) {
+                        Some(addr) => DevicePtr::new(addr),
+                        None => self.bin_allocate(bin, stream)?,
+                    };
+                    if self.inner.annotate {
+                        nvtx::resize_region(p.addr(), bytes);
+                    }
+                    p
+                }
+                Some((_, bin)) => bin.resource.allocate(bytes, alignment, stream)?,
+                None => self.inner.upstream.allocate(bytes, alignment, stream)?,
+            };
+            if !p.is_null() {
+                self.inner.live.insert("BinningMemoryResource", p.addr(), bytes);
+            }
+            Ok(p)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

@@ -1,5 +1,6 @@
 //! [`CallbackMemoryResource`]: allocation by user closures.
 
+use crate::mr::forensics::reported;
 use std::fmt;
 use std::sync::Arc;
 
@@ -102,15 +103,17 @@ impl fmt::Debug for CallbackMemoryResource {
 
 impl MemoryResource for CallbackMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        if !self.is_simulated() {
-            if let Some(p) = self
-                .graph
-                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
-            {
-                return Ok(p);
+        reported(self, bytes, alignment, stream, || {
+            if !self.is_simulated() {
+                if let Some(p) = self
+                    .graph
+                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                {
+                    return Ok(p);
+                }
             }
-        }
-        (self.inner.allocate)(bytes, alignment, stream)
+            (self.inner.allocate)(bytes, alignment, stream)
+        })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
         if self

@@ -1,5 +1,6 @@
 //! [`CudaMemoryResource`]: `cuMemAlloc` / `cuMemFree`.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
 use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
@@ -48,7 +49,12 @@ fn graph() -> &'static Arc<GraphMemory> {
 impl CudaMemoryResource {
     fn allocate_shared(bytes: usize) -> Result<DevicePtr> {
         driver::mem_alloc(bytes).map_err(|e| match e {
-            Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+            Error::OutOfMemory {
+                requested,
+                reason,
+                report,
+            } => Error::OutOfMemory {
+                report,
                 requested,
                 reason: format!("CudaMemoryResource: {reason}"),
             },
@@ -69,15 +75,29 @@ impl CudaMemoryResource {
 }
 
 impl MemoryResource for CudaMemoryResource {
+    /// The device's free and total memory (`cuMemGetInfo` of the current
+    /// device), where the driver answers: the free bytes as one figure
+    /// (the driver says nothing of their blocks), the total as the limit.
+    fn layer_state(&self) -> crate::mr::LayerState {
+        let mut l = crate::mr::LayerState::new("cuda", "CudaMemoryResource");
+        if let Ok((free, total)) = driver::mem_get_info() {
+            l.free_bytes = Some(free);
+            l.limit_bytes = Some(total);
+        }
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-            return Ok(p);
-        }
-        Self::allocate_shared(bytes)
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
+                return Ok(p);
+            }
+            Self::allocate_shared(bytes)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

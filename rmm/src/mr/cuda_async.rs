@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use super::detail::driver_pools;
-use super::{check_base_alignment, MemoryResource};
+use super::{check_base_alignment, LayerState, MemoryResource};
 use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute, PoolHandle};
 use crate::error::{Error, Result};
+use crate::mr::forensics::reported;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -228,18 +229,25 @@ impl CudaAsyncMemoryResource {
 }
 
 impl MemoryResource for CudaAsyncMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+    fn layer_state(&self) -> LayerState {
         // SAFETY: the resource owns its pool, which lives at least as long.
-        unsafe {
-            pool_allocate(
-                "CudaAsyncMemoryResource",
-                self.owned.pool,
-                self.owned.device,
-                bytes,
-                alignment,
-                stream,
-            )
-        }
+        unsafe { driver_pool_layer("cuda_async", "CudaAsyncMemoryResource", self.owned.pool) }
+    }
+
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        reported(self, bytes, alignment, stream, || {
+            // SAFETY: the resource owns its pool, which lives at least as long.
+            unsafe {
+                pool_allocate(
+                    "CudaAsyncMemoryResource",
+                    self.owned.pool,
+                    self.owned.device,
+                    bytes,
+                    alignment,
+                    stream,
+                )
+            }
+        })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.
@@ -295,18 +303,20 @@ impl CudaAsyncViewMemoryResource {
 
 impl MemoryResource for CudaAsyncViewMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        // SAFETY: the pool outlives the view: `from_raw`'s contract, or the
-        // owning resource's pool kept by `_keep`.
-        unsafe {
-            pool_allocate(
-                "CudaAsyncViewMemoryResource",
-                self.pool,
-                self.device,
-                bytes,
-                alignment,
-                stream,
-            )
-        }
+        reported(self, bytes, alignment, stream, || {
+            // SAFETY: the pool outlives the view: `from_raw`'s contract, or the
+            // owning resource's pool kept by `_keep`.
+            unsafe {
+                pool_allocate(
+                    "CudaAsyncViewMemoryResource",
+                    self.pool,
+                    self.device,
+                    bytes,
+                    alignment,
+                    stream,
+                )
+            }
+        })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.
@@ -318,6 +328,29 @@ impl MemoryResource for CudaAsyncViewMemoryResource {
     fn device(&self) -> Option<DeviceId> {
         Some(self.device)
     }
+}
+
+/// The state of a driver pool as a layer: the bytes it reserves from the
+/// driver and the bytes of it in use (the driver's pool attributes); the
+/// driver says nothing of its free blocks. Unknown fields stay `None`
+/// when the driver does not answer.
+///
+/// # Safety
+/// `pool` is a live pool for the whole call.
+pub(crate) unsafe fn driver_pool_layer(name: &str, type_name: &str, pool: PoolHandle) -> LayerState {
+    let mut l = LayerState::new(name, type_name);
+    let get = |attr| {
+        // SAFETY: the caller's contract: `pool` is live.
+        unsafe { driver::mem_pool_get_u64(pool, attr) }
+            .ok()
+            .map(|n| n as usize)
+    };
+    l.reserved_bytes = get(PoolAttribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    l.used_bytes = get(PoolAttribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    if let (Some(r), Some(u)) = (l.reserved_bytes, l.used_bytes) {
+        l.free_bytes = Some(r.saturating_sub(u));
+    }
+    l
 }
 
 /// The driver pool behind `r`, if it is one of the driver pool resources.
@@ -366,7 +399,12 @@ pub(crate) unsafe fn pool_allocate(
 #[inline(never)]
 fn named(what: &'static str, e: Error) -> Error {
     match e {
-        Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+        Error::OutOfMemory {
+            requested,
+            reason,
+            report,
+        } => Error::OutOfMemory {
+            report,
             requested,
             reason: format!("{what}: {reason}"),
         },

@@ -6,6 +6,7 @@ use super::MemoryResource;
 use crate::device::{current_device, DeviceId};
 use crate::driver::{self, PoolAttribute, PoolHandle};
 use crate::error::Result;
+use crate::mr::forensics::reported;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -89,10 +90,24 @@ impl CudaAsyncManagedMemoryResource {
 }
 
 impl MemoryResource for CudaAsyncManagedMemoryResource {
+    fn layer_state(&self) -> crate::mr::LayerState {
+        // SAFETY: the device's default managed pool lives as long as the
+        // context, which outlives every resource over it.
+        unsafe {
+            super::cuda_async::driver_pool_layer(
+                "cuda_async_managed",
+                "CudaAsyncManagedMemoryResource",
+                self.pool,
+            )
+        }
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        // SAFETY: a device's default pool lives as long as its primary
-        // context, i.e. the process.
-        unsafe { pool_allocate(Self::NAME, self.pool, self.device, bytes, alignment, stream) }
+        reported(self, bytes, alignment, stream, || {
+            // SAFETY: a device's default pool lives as long as its primary
+            // context, i.e. the process.
+            unsafe { pool_allocate(Self::NAME, self.pool, self.device, bytes, alignment, stream) }
+        })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.

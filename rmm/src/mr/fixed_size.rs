@@ -76,7 +76,12 @@ impl<U: MemoryResource> FixedBacking<U> {
             .upstream
             .allocate(self.chunk_size, CUDA_ALLOCATION_ALIGNMENT, stream)
             .map_err(|e| match e {
-                Error::OutOfMemory { requested, reason } => Error::OutOfMemory {
+                Error::OutOfMemory {
+                    requested,
+                    reason,
+                    report,
+                } => Error::OutOfMemory {
+                    report,
                     requested,
                     reason: format!(
                         "FixedSizeMemoryResource: upstream chunk of {} bytes failed: {reason}",
@@ -147,6 +152,14 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
         Ok(())
     }
 
+    fn chunks(&self) -> Vec<(u64, usize)> {
+        self.chunks.iter().map(|(&a, &n)| (a, n)).collect()
+    }
+
+    fn upstream(&self) -> Option<&dyn MemoryResource> {
+        Some(&self.upstream)
+    }
+
     fn name(&self) -> &'static str {
         "FixedSizeMemoryResource"
     }
@@ -158,6 +171,7 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
                 "FixedSizeMemoryResource: maximum allocation size exceeded (block size {})",
                 self.block_size
             ),
+            report: None,
         })
     }
 }

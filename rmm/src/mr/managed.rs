@@ -1,5 +1,6 @@
 //! [`ManagedMemoryResource`]: `cuMemAllocManaged` / `cuMemFree`.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
 use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
@@ -52,14 +53,16 @@ impl ManagedMemoryResource {
 
 impl MemoryResource for ManagedMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-            return Ok(p);
-        }
-        driver::mem_alloc_managed(bytes)
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
+                return Ok(p);
+            }
+            driver::mem_alloc_managed(bytes)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

@@ -38,6 +38,15 @@
 //!   `out_of_memory`); other allocation failures are [`Error::BadAlloc`] or
 //!   [`Error::Cuda`].
 //!
+//! # Out-of-memory reports and snapshots
+//! Every [`Error::OutOfMemory`] that leaves a resource's `allocate` carries
+//! an [`OomReport`]: the request and, for each layer of the stack, what it
+//! reserves and uses, its largest free block, free bytes by stream and
+//! fragmentation, and a tracking adaptor's largest live sites; the error's
+//! `Display` prints it. [`snapshot`] writes any stack as JSON,
+//! [`add_oom_observer`] is called on every out-of-memory error before any
+//! retry. See [`forensics`] and docs/snapshots.md.
+//!
 //! # Misuse is detected, never trusted
 //! A free must name a pointer the resource handed out and is still live,
 //! with the size it was requested with. The sub-allocators
@@ -107,6 +116,7 @@ mod cuda_async;
 mod cuda_async_managed;
 mod detail;
 mod fixed_size;
+pub mod forensics;
 #[cfg(unix)]
 mod ipc;
 mod managed;
@@ -132,6 +142,11 @@ pub use cuda_async::{
 };
 pub use cuda_async_managed::CudaAsyncManagedMemoryResource;
 pub use fixed_size::{FixedSizeMemoryResource, FixedSizeOptions};
+pub use forensics::{
+    add_oom_observer, notify_oom_observers, remove_oom_observer, snapshot, write_oom_reports_to, Block,
+    BlockState, Chunk, Counters, LayerState, LiveAllocation, LiveSite, OomObserverId, OomReport, OomRequest,
+    Snapshot,
+};
 #[cfg(unix)]
 pub use ipc::{ImportedAllocation, ImportedPool, PoolPointerExport};
 pub use managed::ManagedMemoryResource;

@@ -1,5 +1,6 @@
 //! [`PinnedHostMemoryResource`]: `cuMemHostAlloc` / `cuMemFreeHost`.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
 use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
@@ -92,14 +93,16 @@ impl PinnedHostMemoryResource {
 
 impl MemoryResource for PinnedHostMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_base_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-            return Ok(p);
-        }
-        driver::mem_host_alloc(bytes)
+        reported(self, bytes, alignment, stream, || {
+            check_base_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
+                return Ok(p);
+            }
+            driver::mem_host_alloc(bytes)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

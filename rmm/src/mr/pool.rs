@@ -123,15 +123,18 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
                     self.pool_size,
                     self.maximum.unwrap_or(usize::MAX)
                 ),
+                report: None,
             };
             log::error!("{e}");
             return Err(e);
         }
         loop {
-            match self
-                .upstream
-                .allocate(try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
-            {
+            // Nested: an upstream failure the halving absorbs is no
+            // out-of-memory of the caller's.
+            let upstream = &self.upstream;
+            match crate::mr::forensics::nested(|| {
+                upstream.allocate(try_size, CUDA_ALLOCATION_ALIGNMENT, stream)
+            }) {
                 Ok(p) if is_aligned(p.addr() as usize, CUDA_ALLOCATION_ALIGNMENT) && !p.is_null() => {
                     self.chunks.insert(p.addr(), try_size);
                     self.pool_size += try_size;
@@ -163,10 +166,12 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
                         requested: size,
                         reason: format!(
                             "PoolMemoryResource: maximum pool size exceeded (failed to allocate {try_size} \
-                             bytes from upstream; pool size {}, maximum {}): {e}",
+                             bytes from upstream; pool size {}, maximum {}): {}",
                             self.pool_size,
-                            self.maximum.map_or("none".to_string(), |m| m.to_string())
+                            self.maximum.map_or("none".to_string(), |m| m.to_string()),
+                            e.headline()
                         ),
+                        report: None,
                     };
                     log::error!("{e}");
                     return Err(e);
@@ -178,6 +183,14 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
 
     fn name(&self) -> &'static str {
         "PoolMemoryResource"
+    }
+
+    fn chunks(&self) -> Vec<(u64, usize)> {
+        self.chunks.iter().map(|(&a, &n)| (a, n)).collect()
+    }
+
+    fn upstream(&self) -> Option<&dyn MemoryResource> {
+        Some(&self.upstream)
     }
 
     fn free_block_stats<'a>(lists: impl Iterator<Item = &'a CoalescingFreeList>) -> Option<FreeBlockStats> {

@@ -10,6 +10,7 @@ use crate::device::DeviceId;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
+use crate::mr::LayerState;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -108,6 +109,28 @@ pub trait MemoryResource: Send + Sync + fmt::Debug + Any {
     fn graph_memory(&self) -> Option<GraphMemoryStats> {
         None
     }
+
+    /// What this layer knows about itself, for [`snapshot`](crate::mr::snapshot)s
+    /// and out-of-memory reports ([`OomReport`](crate::mr::OomReport)): the
+    /// bytes it reserves and hands out, its free blocks by stream, its
+    /// chunks and blocks, counters, live allocations. Only this layer, not
+    /// its upstream. The default knows the type's name,
+    /// [`free_block_stats`](Self::free_block_stats) and
+    /// [`graph_memory`](Self::graph_memory). Called on failure paths and
+    /// by snapshots only; it may lock the resource briefly.
+    fn layer_state(&self) -> LayerState {
+        crate::mr::forensics::default_layer_state(
+            std::any::type_name::<Self>(),
+            self.free_block_stats(),
+            self.graph_memory(),
+        )
+    }
+
+    /// Calls `visit` with the next layer down (an adaptor's or
+    /// sub-allocator's upstream), for walking a stack; the default, for a
+    /// resource with no upstream, does not call it. A resource may hold its
+    /// own lock during the call (the order its allocations take).
+    fn visit_upstream(&self, _visit: &mut dyn FnMut(&dyn MemoryResource)) {}
 }
 
 /// What a resource keeps for CUDA graphs, as reported by
@@ -237,14 +260,14 @@ impl fmt::Debug for SharedResource {
 
 impl MemoryResource for SharedResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        self.0.allocate(bytes, alignment, stream)
+        crate::mr::forensics::outermost(|| self.0.allocate(bytes, alignment, stream))
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
         // SAFETY: forwarded contract.
         unsafe { self.0.deallocate(ptr, bytes, alignment, stream) }
     }
     fn allocate_sync(&self, bytes: usize, alignment: usize) -> Result<DevicePtr> {
-        self.0.allocate_sync(bytes, alignment)
+        crate::mr::forensics::outermost(|| self.0.allocate_sync(bytes, alignment))
     }
     unsafe fn deallocate_sync(&self, ptr: DevicePtr, bytes: usize, alignment: usize) {
         // SAFETY: forwarded contract.
@@ -270,6 +293,12 @@ impl MemoryResource for SharedResource {
     }
     fn graph_memory(&self) -> Option<GraphMemoryStats> {
         self.0.graph_memory()
+    }
+    fn layer_state(&self) -> LayerState {
+        self.0.layer_state()
+    }
+    fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        self.0.visit_upstream(visit)
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`SamHeadroomMemoryResource`]: system memory that keeps a headroom of
 //! device memory free.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::AddrMap;
@@ -233,38 +234,40 @@ impl SamHeadroomMemoryResource {
 
 impl MemoryResource for SamHeadroomMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        if !self.is_simulated() {
-            if let Some(p) = self
-                .graph
-                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
-            {
+        reported(self, bytes, alignment, stream, || {
+            if !self.is_simulated() {
+                if let Some(p) = self
+                    .graph
+                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                {
+                    return Ok(p);
+                }
+            }
+            let host = &self.inner.host;
+            let p = host.allocate(bytes, alignment)?;
+            if p.is_null() {
                 return Ok(p);
             }
-        }
-        let host = &self.inner.host;
-        let p = host.allocate(bytes, alignment)?;
-        if p.is_null() {
-            return Ok(p);
-        }
-        match self.place(p, bytes) {
-            Ok(part) => {
-                let clash = self.parts().insert(p.addr(), part);
-                if let Some(old) = clash {
-                    log::error!(
-                        "SamHeadroomMemoryResource: {p} had a device part while free (internal error)"
-                    );
-                    self.release_part(old);
+            match self.place(p, bytes) {
+                Ok(part) => {
+                    let clash = self.parts().insert(p.addr(), part);
+                    if let Some(old) = clash {
+                        log::error!(
+                            "SamHeadroomMemoryResource: {p} had a device part while free (internal error)"
+                        );
+                        self.release_part(old);
+                    }
+                    Ok(p)
                 }
-                Ok(p)
-            }
-            Err(e) => {
-                // Never used: freed without synchronising.
-                if host.take(p, bytes) {
-                    host.free_taken(p, bytes, None);
+                Err(e) => {
+                    // Never used: freed without synchronising.
+                    if host.take(p, bytes) {
+                        host.free_taken(p, bytes, None);
+                    }
+                    Err(e)
                 }
-                Err(e)
             }
-        }
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

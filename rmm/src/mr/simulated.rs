@@ -1,5 +1,6 @@
 //! [`SimulatedMemoryResource`]: addresses without memory.
 
+use crate::mr::forensics::{reported, Block, BlockState, LayerState};
 use std::sync::{Arc, Mutex};
 
 use super::detail::free_list::CoalescingFreeList;
@@ -108,47 +109,75 @@ impl SimulatedMemoryResource {
 }
 
 impl MemoryResource for SimulatedMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<DevicePtr> {
-        check_pow2_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        let align = alignment.max(CUDA_ALLOCATION_ALIGNMENT);
-        let rounded =
-            align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).ok_or_else(|| oom(bytes, "size overflows".into()))?;
-        let mut s = self.state();
-        let fits = s
-            .allocated
-            .checked_add(rounded)
-            .is_some_and(|n| n <= self.capacity);
-        if !fits {
-            return Err(oom(
-                bytes,
-                format!(
-                    "simulated device of {} bytes has {} bytes in use",
-                    self.capacity, s.allocated
-                ),
-            ));
-        }
-        // Room for the alignment padding; the padding goes back at once.
-        let exhausted = || oom(bytes, "simulated address range exhausted".into());
-        let span = rounded
-            .checked_add(align - CUDA_ALLOCATION_ALIGNMENT)
-            .ok_or_else(exhausted)?;
-        let block = s.free.allocate(span).ok_or_else(exhausted)?;
-        let start = align_up(block as usize, align).ok_or_else(exhausted)? as u64;
-        let head = (start - block) as usize;
-        let tail = span - head - rounded;
-        if head > 0 {
-            s.free.insert(block, head, |_| false);
-        }
-        if tail > 0 {
-            s.free.insert(start + rounded as u64, tail, |_| false);
-        }
-        s.live.insert(start, bytes);
-        s.allocated += rounded;
-        s.peak = s.peak.max(s.allocated);
-        Ok(DevicePtr::new(start))
+    fn layer_state(&self) -> LayerState {
+        let s = self.state();
+        let mut l = LayerState::new("simulated", "SimulatedMemoryResource");
+        let left = self.capacity.saturating_sub(s.allocated);
+        l.reserved_bytes = Some(s.allocated);
+        l.used_bytes = Some(s.allocated);
+        l.limit_bytes = Some(self.capacity);
+        // The address range is far larger than the capacity: what is left
+        // of the capacity is one block.
+        l.free_bytes = Some(left);
+        l.largest_free_block = Some(left);
+        let mut blocks: Vec<Block> = s
+            .live
+            .iter()
+            .map(|(address, bytes)| Block {
+                address,
+                size: align_up(bytes, CUDA_ALLOCATION_ALIGNMENT).unwrap_or(bytes),
+                state: BlockState::Used,
+                stream: None,
+            })
+            .collect();
+        blocks.sort_by_key(|b| b.address);
+        l.blocks = Some(blocks);
+        l
+    }
+
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        reported(self, bytes, alignment, stream, || {
+            check_pow2_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            let align = alignment.max(CUDA_ALLOCATION_ALIGNMENT);
+            let rounded = align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
+                .ok_or_else(|| oom(bytes, "size overflows".into()))?;
+            let mut s = self.state();
+            let fits = s
+                .allocated
+                .checked_add(rounded)
+                .is_some_and(|n| n <= self.capacity);
+            if !fits {
+                return Err(oom(
+                    bytes,
+                    format!(
+                        "simulated device of {} bytes has {} bytes in use",
+                        self.capacity, s.allocated
+                    ),
+                ));
+            }
+            // Room for the alignment padding; the padding goes back at once.
+            let exhausted = || oom(bytes, "simulated address range exhausted".into());
+            let span = rounded
+                .checked_add(align - CUDA_ALLOCATION_ALIGNMENT)
+                .ok_or_else(exhausted)?;
+            let block = s.free.allocate(span).ok_or_else(exhausted)?;
+            let start = align_up(block as usize, align).ok_or_else(exhausted)? as u64;
+            let head = (start - block) as usize;
+            let tail = span - head - rounded;
+            if head > 0 {
+                s.free.insert(block, head, |_| false);
+            }
+            if tail > 0 {
+                s.free.insert(start + rounded as u64, tail, |_| false);
+            }
+            s.live.insert(start, bytes);
+            s.allocated += rounded;
+            s.peak = s.peak.max(s.allocated);
+            Ok(DevicePtr::new(start))
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, _stream: CudaStreamView) {
@@ -186,5 +215,6 @@ fn oom(requested: usize, reason: String) -> Error {
     Error::OutOfMemory {
         requested,
         reason: format!("SimulatedMemoryResource: {reason}"),
+        report: None,
     }
 }

@@ -1,6 +1,7 @@
 //! [`SystemMemoryResource`]: plain host allocations (`std::alloc`) used
 //! from the device, on systems where the device can access pageable memory.
 
+use crate::mr::forensics::reported;
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -118,15 +119,17 @@ impl SystemMemoryResource {
 
 impl MemoryResource for SystemMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        if !self.is_simulated() {
-            if let Some(p) = self
-                .graph
-                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
-            {
-                return Ok(p);
+        reported(self, bytes, alignment, stream, || {
+            if !self.is_simulated() {
+                if let Some(p) = self
+                    .graph
+                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                {
+                    return Ok(p);
+                }
             }
-        }
-        self.host.allocate(bytes, alignment)
+            self.host.allocate(bytes, alignment)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
@@ -235,6 +238,7 @@ impl HostAllocations {
         Layout::from_size_align(bytes, CUDA_ALLOCATION_ALIGNMENT).map_err(|_| Error::OutOfMemory {
             requested: bytes,
             reason: format!("{}: size exceeds the address space", self.name),
+            report: None,
         })
     }
 
@@ -255,6 +259,7 @@ impl HostAllocations {
             return Err(Error::OutOfMemory {
                 requested: bytes,
                 reason: format!("{}: the system allocator has no memory", self.name),
+                report: None,
             });
         }
         let addr = p.expose_provenance() as u64;

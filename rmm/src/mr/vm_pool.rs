@@ -145,8 +145,8 @@ impl Backing for VmBacking {
                 reason: format!(
                     "VirtualPoolMemoryResource: maximum pool size exceeded (mapped {}, reserved {}, free at the end {tail})",
                     self.mapped, self.reserved
-                ),
-            };
+                ), report: None,
+};
             log::error!("{e}");
             return Err(e);
         }
@@ -167,12 +167,21 @@ impl Backing for VmBacking {
                             "VirtualPoolMemoryResource: failed to map {try_size} more bytes (mapped {}): {e}",
                             self.mapped
                         ),
+                        report: None,
                     };
                     log::error!("{e}");
                     return Err(e);
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    fn chunks(&self) -> Vec<(u64, usize)> {
+        if self.mapped == 0 {
+            Vec::new()
+        } else {
+            vec![(self.base, self.mapped)]
         }
     }
 

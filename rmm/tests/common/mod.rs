@@ -147,6 +147,18 @@ pub fn out_of_memory(mr: &dyn MemoryResource) {
         Err(e) => {
             assert!(e.is_out_of_memory(), "1 PiB gave {e} instead of out_of_memory");
             assert!(e.to_string().contains("out_of_memory"));
+            // Every resource's error carries a report whose top layer is
+            // the resource itself, and a snapshot of it reads back.
+            let report = e.oom_report().unwrap_or_else(|| panic!("no report on {e:?}"));
+            assert_eq!(report.request.size, 1 << 50);
+            let snap = rmm::mr::snapshot(mr);
+            // The walk's layers, in order (a report may know more: a
+            // callback resource's callbacks calling another resource).
+            let names =
+                |layers: &[rmm::mr::LayerState]| layers.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+            let walked = names(&snap.layers);
+            assert_eq!(names(&report.snapshot.layers)[..walked.len()], walked[..], "{e}");
+            assert_eq!(rmm::mr::Snapshot::from_json(&snap.to_json()).as_ref(), Ok(&snap));
         }
         Ok(p) => panic!("1 PiB allocation succeeded: {p:?}"),
     }

@@ -3,7 +3,7 @@
 //! reports time, peak bytes, failures and fragmentation at the peak.
 //!
 //! ```text
-//! rmm-replay --file LOG.csv [--resource simulated,cuda,...] [--size GiB] [--verbose]
+//! rmm-replay --file LOG.csv [--resource simulated,cuda,...] [--size GiB] [--snapshot SNAPSHOT.json] [--verbose]
 //! ```
 #![forbid(unsafe_code)]
 
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use rmm_replay::by_name::{self, known_names, ByNameOptions};
-use rmm_replay::{parse_log, replay};
+use rmm_replay::{parse_log, replay, replay_from_snapshot};
 
 /// Replays a memory-event log (Thread,Time,Action,Pointer,Size,Stream, as
 /// RMM's logging adaptor or ours writes it) with one thread per logged
@@ -39,6 +39,10 @@ struct Args {
     /// Size of the simulated device in GiB.
     #[arg(short, long, value_name = "GiB", default_value_t = 80.0, value_parser = positive_gib)]
     size: f64,
+    /// Start from this snapshot (`rmm::mr::snapshot` JSON, docs/snapshots.md):
+    /// its live allocations are made before the log's events.
+    #[arg(long, value_name = "PATH")]
+    snapshot: Option<String>,
     /// Debug log on stderr (RMM_DEBUG_LOG_FILE / RMM_DEBUG_LOG_LEVEL otherwise).
     #[arg(short, long)]
     verbose: bool,
@@ -94,12 +98,27 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let snapshot = match args.snapshot.as_deref().map(|path| {
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {path}: {e}"))
+            .and_then(|t| rmm::mr::Snapshot::from_json(&t).map_err(|e| format!("{path}: {e}")))
+    }) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            eprintln!("rmm-replay: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let size = (args.size * (1u64 << 30) as f64) as usize;
     let mut status = ExitCode::SUCCESS;
     for name in &args.resource {
         println!("== {} on {name}", args.file);
         match by_name::resource(name, &ByNameOptions::default().simulated_size(size)) {
-            Ok(mr) => println!("{}\n", replay(&events, &mr)),
+            Ok(mr) => match &snapshot {
+                Some(snap) => println!("{}\n", replay_from_snapshot(snap, &events, &mr)),
+                None => println!("{}\n", replay(&events, &mr)),
+            },
             Err(e) => {
                 eprintln!("rmm-replay: {name}: {e}");
                 status = ExitCode::FAILURE;

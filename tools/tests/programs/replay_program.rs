@@ -106,3 +106,72 @@ fn replay_binary_has_help_and_version() {
         .unwrap();
     assert_eq!(size.status.code(), Some(2));
 }
+
+#[test]
+fn replay_binary_starts_from_a_snapshot() {
+    let Some(bin) = replay_binary() else {
+        rmm_testing::report_skip(
+            "replay_binary_starts_from_a_snapshot",
+            "rmm-replay binary not found",
+        );
+        return;
+    };
+    use rmm::mr::{snapshot, MemoryResource, SimulatedMemoryResource, TrackingAdaptor};
+    let tracked = TrackingAdaptor::new(SimulatedMemoryResource::new(1 << 30), false);
+    let kept = tracked
+        .allocate(40_000, 256, rmm::CudaStreamView::DEFAULT)
+        .unwrap();
+    let snap = temp_path("snapshot.json");
+    std::fs::write(&snap, snapshot(&tracked).to_json()).unwrap();
+    let log = temp_path("after-snapshot.csv");
+    std::fs::write(
+        &log,
+        format!(
+            "Thread,Time,Action,Pointer,Size,Stream\n\
+             1,10:00:00.000001,allocate,0x7f0000000000,10000,0x0\n\
+             1,10:00:00.000002,free,{:#x},40000,0x0\n\
+             1,10:00:00.000003,free,0x7f0000000000,10000,0x0\n",
+            kept.addr()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--file",
+            log.to_str().unwrap(),
+            "--resource",
+            "simulated",
+            "--size",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let from = run(&["--snapshot", snap.to_str().unwrap()]);
+    assert!(from.contains("peak:                   50000 bytes"), "{from}");
+    assert!(from.contains("unmatched frees:        0"), "{from}");
+    assert!(
+        from.contains("preloaded:              1 allocation(s) from the snapshot, 0 refused"),
+        "{from}"
+    );
+    let plain = run(&[]);
+    assert!(plain.contains("unmatched frees:        1"), "{plain}");
+    // A file that is no snapshot is refused clearly.
+    let out = Command::new(&bin)
+        .args([
+            "--file",
+            log.to_str().unwrap(),
+            "--snapshot",
+            log.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("snapshot is not JSON"));
+    // SAFETY: `kept` came from `tracked` with these arguments.
+    unsafe { tracked.deallocate(kept, 40_000, 256, rmm::CudaStreamView::DEFAULT) };
+    let _ = std::fs::remove_file(&snap);
+    let _ = std::fs::remove_file(&log);
+}

@@ -1,5 +1,6 @@
 //! [`AlignedAdaptor`]: alignments above 256 bytes.
 
+use crate::mr::forensics::reported;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -120,36 +121,39 @@ fn upstream_size(bytes: usize, a: usize) -> Option<usize> {
 
 impl<U: MemoryResource> MemoryResource for AlignedAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        check_pow2_alignment(alignment)?;
-        if bytes == 0 {
-            return Ok(DevicePtr::NULL);
-        }
-        let a = self.effective(bytes, alignment);
-        if a <= CUDA_ALLOCATION_ALIGNMENT {
-            return self.inner.upstream.allocate(bytes, alignment, stream);
-        }
-        let size = upstream_size(bytes, a).ok_or_else(|| Error::OutOfMemory {
-            requested: bytes,
-            reason: format!("AlignedAdaptor: {bytes} bytes aligned to {a} overflows"),
-        })?;
-        let original = self
-            .inner
-            .upstream
-            .allocate(size, CUDA_ALLOCATION_ALIGNMENT, stream)?;
-        let Some(aligned) = align_up(original.addr() as usize, a) else {
-            // SAFETY: `original` was just allocated with these arguments and is unused.
-            unsafe {
-                self.inner
-                    .upstream
-                    .deallocate(original, size, CUDA_ALLOCATION_ALIGNMENT, stream)
+        reported(self, bytes, alignment, stream, || {
+            check_pow2_alignment(alignment)?;
+            if bytes == 0 {
+                return Ok(DevicePtr::NULL);
+            }
+            let a = self.effective(bytes, alignment);
+            if a <= CUDA_ALLOCATION_ALIGNMENT {
+                return self.inner.upstream.allocate(bytes, alignment, stream);
+            }
+            let size = upstream_size(bytes, a).ok_or_else(|| Error::OutOfMemory {
+                requested: bytes,
+                reason: format!("AlignedAdaptor: {bytes} bytes aligned to {a} overflows"),
+                report: None,
+            })?;
+            let original = self
+                .inner
+                .upstream
+                .allocate(size, CUDA_ALLOCATION_ALIGNMENT, stream)?;
+            let Some(aligned) = align_up(original.addr() as usize, a) else {
+                // SAFETY: `original` was just allocated with these arguments and is unused.
+                unsafe {
+                    self.inner
+                        .upstream
+                        .deallocate(original, size, CUDA_ALLOCATION_ALIGNMENT, stream)
+                };
+                return Err(Error::BadAlloc(format!(
+                    "AlignedAdaptor: cannot align {original} to {a}"
+                )));
             };
-            return Err(Error::BadAlloc(format!(
-                "AlignedAdaptor: cannot align {original} to {a}"
-            )));
-        };
-        let aligned = DevicePtr::new(aligned as u64);
-        lock(&self.inner.pointers).insert(aligned, original);
-        Ok(aligned)
+            let aligned = DevicePtr::new(aligned as u64);
+            lock(&self.inner.pointers).insert(aligned, original);
+            Ok(aligned)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

@@ -1,5 +1,6 @@
 //! [`FailureCallbackAdaptor`]: retry allocations after an out-of-memory callback.
 
+use crate::mr::forensics::{nested, notify_oom_observers, ReportOom};
 use std::fmt;
 use std::sync::Arc;
 
@@ -82,8 +83,12 @@ impl<U: MemoryResource> MemoryResource for FailureCallbackAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         let mut attempts = 0usize;
         loop {
-            match self.inner.upstream.allocate(bytes, alignment, stream) {
+            let attempt = nested(|| self.inner.upstream.allocate(bytes, alignment, stream))
+                .report_oom(self, bytes, alignment, stream);
+            match attempt {
                 Err(e) if e.is_out_of_memory() => {
+                    // Observers see every failure before the callback and its retry.
+                    notify_oom_observers(&e);
                     attempts += 1;
                     if (self.inner.callback)(bytes) {
                         log::debug!("FailureCallbackAdaptor: retrying {bytes} bytes (attempt {attempts})");

@@ -1,5 +1,6 @@
 //! [`LimitingAdaptor`]: caps the bytes outstanding.
 
+use crate::mr::forensics::{reported, LayerState};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -133,42 +134,56 @@ impl<U: MemoryResource> LimitingAdaptor<U> {
 }
 
 impl<U: MemoryResource> MemoryResource for LimitingAdaptor<U> {
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("limiting", "LimitingAdaptor");
+        let used = self.allocated_bytes();
+        let left = self.allocation_limit().saturating_sub(used);
+        l.used_bytes = Some(used);
+        l.limit_bytes = Some(self.allocation_limit());
+        l.free_bytes = Some(left);
+        l.largest_free_block = Some(left);
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let limit = self.inner.limit;
-        let over = |current: usize| {
-            let e = Error::OutOfMemory {
-                requested: bytes,
-                reason: format!(
-                    "LimitingAdaptor: exceeded memory limit of {limit} bytes ({current} bytes allocated)"
-                ),
+        reported(self, bytes, alignment, stream, || {
+            let limit = self.inner.limit;
+            let over = |current: usize| {
+                let e = Error::OutOfMemory {
+                    requested: bytes,
+                    reason: format!(
+                        "LimitingAdaptor: exceeded memory limit of {limit} bytes ({current} bytes allocated)"
+                    ),
+                    report: None,
+                };
+                log::error!("{e}");
+                e
             };
-            log::error!("{e}");
-            e
-        };
-        let Some(size) = counted(bytes) else {
-            return Err(over(self.allocated_bytes()));
-        };
-        let reserved = self
-            .inner
-            .allocated
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-                cur.checked_add(size).filter(|&n| n <= limit)
-            });
-        if let Err(current) = reserved {
-            return Err(over(current));
-        }
-        match self.inner.upstream.allocate(bytes, alignment, stream) {
-            Ok(p) => {
-                if let (Some(live), false) = (&self.inner.live, p.is_null()) {
-                    live.insert("LimitingAdaptor", p.addr(), bytes);
+            let Some(size) = counted(bytes) else {
+                return Err(over(self.allocated_bytes()));
+            };
+            let reserved = self
+                .inner
+                .allocated
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                    cur.checked_add(size).filter(|&n| n <= limit)
+                });
+            if let Err(current) = reserved {
+                return Err(over(current));
+            }
+            match self.inner.upstream.allocate(bytes, alignment, stream) {
+                Ok(p) => {
+                    if let (Some(live), false) = (&self.inner.live, p.is_null()) {
+                        live.insert("LimitingAdaptor", p.addr(), bytes);
+                    }
+                    Ok(p)
                 }
-                Ok(p)
+                Err(e) => {
+                    self.inner.allocated.fetch_sub(size, Ordering::AcqRel);
+                    Err(e)
+                }
             }
-            Err(e) => {
-                self.inner.allocated.fetch_sub(size, Ordering::AcqRel);
-                Err(e)
-            }
-        }
+        })
     }
 
     forward_to_upstream!(deallocate around counted_free);

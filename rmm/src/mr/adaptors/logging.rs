@@ -1,5 +1,6 @@
 //! [`LoggingAdaptor`]: a CSV log of every allocation and free.
 
+use crate::mr::forensics::reported;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -243,16 +244,18 @@ impl<U: MemoryResource> LoggingAdaptor<U> {
 
 impl<U: MemoryResource> MemoryResource for LoggingAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        match self.inner.upstream.allocate(bytes, alignment, stream) {
-            Ok(p) => {
-                self.log("allocate", Some(p), bytes, stream);
-                Ok(p)
+        reported(self, bytes, alignment, stream, || {
+            match self.inner.upstream.allocate(bytes, alignment, stream) {
+                Ok(p) => {
+                    self.log("allocate", Some(p), bytes, stream);
+                    Ok(p)
+                }
+                Err(e) => {
+                    self.log("allocate failure", None, bytes, stream);
+                    Err(e)
+                }
             }
-            Err(e) => {
-                self.log("allocate failure", None, bytes, stream);
-                Err(e)
-            }
-        }
+        })
     }
 
     forward_to_upstream!(deallocate around logged_free);

@@ -70,6 +70,9 @@ macro_rules! forward_to_upstream {
         fn graph_memory(&self) -> Option<$crate::mr::GraphMemoryStats> {
             self.upstream().graph_memory()
         }
+        fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::mr::MemoryResource)) {
+            visit(self.upstream())
+        }
     };
     (deallocate) => {
         forward_to_upstream!(@deallocate self, ptr, bytes, alignment, stream, free => free());

@@ -1,5 +1,6 @@
 //! [`PrefetchAdaptor`]: prefetch managed memory after allocation.
 
+use crate::mr::forensics::reported;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -96,15 +97,17 @@ impl<U: MemoryResource> PrefetchAdaptor<U> {
 
 impl<U: MemoryResource> MemoryResource for PrefetchAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
-        // A prefetch is a hint: none is issued on a capturing stream (the
-        // driver may refuse it there and invalidate the capture).
-        if !p.is_null() && !self.inner.upstream.is_simulated() && matches!(capture_of(stream), Ok(None)) {
-            if let Err(e) = self.prefetch(p, bytes, stream) {
-                log::error!("PrefetchAdaptor: prefetch of {p} ({bytes} bytes) failed: {e}");
+        reported(self, bytes, alignment, stream, || {
+            let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
+            // A prefetch is a hint: none is issued on a capturing stream (the
+            // driver may refuse it there and invalidate the capture).
+            if !p.is_null() && !self.inner.upstream.is_simulated() && matches!(capture_of(stream), Ok(None)) {
+                if let Err(e) = self.prefetch(p, bytes, stream) {
+                    log::error!("PrefetchAdaptor: prefetch of {p} ({bytes} bytes) failed: {e}");
+                }
             }
-        }
-        Ok(p)
+            Ok(p)
+        })
     }
 
     forward_to_upstream!(deallocate);

@@ -1,5 +1,6 @@
 //! [`StatisticsAdaptor`]: byte and allocation counters with nested scopes.
 
+use crate::mr::forensics::{reported, Counters, LayerState};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::error::{Error, Result};
@@ -239,22 +240,41 @@ impl<U: MemoryResource> StatisticsAdaptor<U> {
 }
 
 impl<U: MemoryResource> MemoryResource for StatisticsAdaptor<U> {
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("statistics", "StatisticsAdaptor");
+        let (b, n) = (self.bytes_counter(), self.allocations_counter());
+        l.used_bytes = usize::try_from(b.value).ok();
+        l.counters = Some(Counters {
+            current_bytes: b.value,
+            peak_bytes: b.peak,
+            total_bytes: b.total,
+            current_count: n.value,
+            peak_count: n.peak,
+            total_count: n.total,
+        });
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
-        if p.is_null() {
-            return Ok(p);
-        }
-        let mut books = self.write();
-        if let Some(live) = &mut books.live {
-            if !live.insert(p.addr(), bytes) {
-                log::error!("StatisticsAdaptor: upstream handed out {p} ({bytes} bytes) while it is live");
+        reported(self, bytes, alignment, stream, || {
+            let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
+            if p.is_null() {
+                return Ok(p);
             }
-        }
-        if let Some(top) = books.levels.last_mut() {
-            top.bytes.add(as_count(bytes));
-            top.allocations.add(1);
-        }
-        Ok(p)
+            let mut books = self.write();
+            if let Some(live) = &mut books.live {
+                if !live.insert(p.addr(), bytes) {
+                    log::error!(
+                        "StatisticsAdaptor: upstream handed out {p} ({bytes} bytes) while it is live"
+                    );
+                }
+            }
+            if let Some(top) = books.levels.last_mut() {
+                top.bytes.add(as_count(bytes));
+                top.allocations.add(1);
+            }
+            Ok(p)
+        })
     }
 
     forward_to_upstream!(deallocate around counted_free);

@@ -1,5 +1,6 @@
 //! [`ThreadSafeAdaptor`]: a mutex around the upstream.
 
+use crate::mr::forensics::reported;
 use std::sync::{Arc, Mutex};
 
 use super::lock;
@@ -70,8 +71,10 @@ impl<U: MemoryResource> ThreadSafeAdaptor<U> {
 
 impl<U: MemoryResource> MemoryResource for ThreadSafeAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let _guard = lock(&self.inner.mutex);
-        self.inner.upstream.allocate(bytes, alignment, stream)
+        reported(self, bytes, alignment, stream, || {
+            let _guard = lock(&self.inner.mutex);
+            self.inner.upstream.allocate(bytes, alignment, stream)
+        })
     }
 
     forward_to_upstream!(deallocate around serialised_free);

@@ -1,10 +1,12 @@
 //! [`TrackingAdaptor`]: the map of outstanding allocations.
 
+use crate::mr::forensics::{reported, LayerState, LiveAllocation};
 use std::backtrace::Backtrace;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use super::lock;
 use crate::error::Result;
@@ -12,14 +14,21 @@ use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
-/// One outstanding allocation: its requested size and, when the adaptor
-/// captures stacks, where it was made.
+/// One outstanding allocation: its requested size, stream, thread and time
+/// and, when the adaptor captures stacks, where it was made.
 #[derive(Debug, Clone)]
 pub struct AllocationInfo {
     /// Requested size in bytes.
     pub size: usize,
     /// The allocating call stack, when captured.
     pub backtrace: Option<Arc<Backtrace>>,
+    /// The raw handle of the stream it was allocated on.
+    pub stream: usize,
+    /// The allocating thread ([`logger::thread_id`](crate::logger::thread_id),
+    /// the logging adaptor's `Thread` column).
+    pub thread: u64,
+    /// When it was allocated.
+    pub time: SystemTime,
 }
 
 /// Remembers every outstanding allocation (RMM's
@@ -140,33 +149,75 @@ impl<U: MemoryResource> TrackingAdaptor<U> {
     }
 }
 
+/// A captured backtrace as one line a frame (the function lines of
+/// `Backtrace`'s display; the `at file:line` lines joined to their frame).
+fn frames(b: &Backtrace) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in b.to_string().lines() {
+        let t = line.trim();
+        match out.last_mut() {
+            Some(last) if t.starts_with("at ") => {
+                last.push(' ');
+                last.push_str(t);
+            }
+            _ if !t.is_empty() => out.push(t.to_string()),
+            _ => {}
+        }
+    }
+    out
+}
+
 impl<U: MemoryResource> MemoryResource for TrackingAdaptor<U> {
+    fn layer_state(&self) -> LayerState {
+        let mut l = LayerState::new("tracking", "TrackingAdaptor");
+        let live: Vec<LiveAllocation> = self
+            .outstanding_allocations()
+            .into_iter()
+            .map(|(p, info)| LiveAllocation {
+                address: p.addr(),
+                size: info.size,
+                stream: Some(info.stream),
+                thread: Some(info.thread),
+                time: Some(crate::logger::format_time(info.time, '.')),
+                backtrace: info.backtrace.map(|b| frames(&b)),
+            })
+            .collect();
+        l.used_bytes = Some(live.iter().map(|a| a.size).sum());
+        l.live_allocations = Some(live);
+        l
+    }
+
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
-        if p.is_null() {
-            return Ok(p);
-        }
-        let backtrace = self
-            .inner
-            .capture_stacks
-            .then(|| Arc::new(Backtrace::force_capture()));
-        let mut map = lock(&self.inner.map);
-        map.bytes += bytes;
-        if let Some(old) = map.live.insert(
-            p,
-            AllocationInfo {
-                size: bytes,
-                backtrace,
-            },
-        ) {
-            map.bytes -= old.size;
-            self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
-            log::error!(
-                "TrackingAdaptor: upstream returned {p} again while it was outstanding ({} bytes)",
-                old.size
-            );
-        }
-        Ok(p)
+        reported(self, bytes, alignment, stream, || {
+            let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
+            if p.is_null() {
+                return Ok(p);
+            }
+            let backtrace = self
+                .inner
+                .capture_stacks
+                .then(|| Arc::new(Backtrace::force_capture()));
+            let mut map = lock(&self.inner.map);
+            map.bytes += bytes;
+            if let Some(old) = map.live.insert(
+                p,
+                AllocationInfo {
+                    size: bytes,
+                    backtrace,
+                    stream: stream.as_raw(),
+                    thread: crate::logger::thread_id(),
+                    time: SystemTime::now(),
+                },
+            ) {
+                map.bytes -= old.size;
+                self.inner.bad_frees.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "TrackingAdaptor: upstream returned {p} again while it was outstanding ({} bytes)",
+                    old.size
+                );
+            }
+            Ok(p)
+        })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {

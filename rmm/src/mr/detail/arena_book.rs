@@ -239,6 +239,14 @@ impl ArenaBook {
         self.free.free_bytes() + self.large.free_bytes() + self.stash.map_or(0, |p| p.size)
     }
 
+    /// The largest free block in the superblocks and large blocks.
+    pub fn largest_free(&self) -> usize {
+        self.free
+            .largest()
+            .max(self.large.largest())
+            .max(self.stash.map_or(0, |p| p.size))
+    }
+
     /// Number of superblocks.
     pub fn superblock_count(&self) -> usize {
         self.superblocks.len()

@@ -31,6 +31,9 @@ pub(crate) trait FreeBlocks: Default + Send + 'static {
     fn is_empty(&self) -> bool;
     /// Total free bytes.
     fn free_bytes(&self) -> usize;
+    /// Every free block as (address, size), for snapshots; a size of 0
+    /// means the list does not know it (a fixed-size list never given one).
+    fn blocks(&self) -> Vec<(u64, usize)>;
 }
 
 /// A hasher for block addresses: one folded 128-bit multiply (addresses are
@@ -434,6 +437,9 @@ impl FreeBlocks for CoalescingFreeList {
     fn free_bytes(&self) -> usize {
         self.bytes
     }
+    fn blocks(&self) -> Vec<(u64, usize)> {
+        self.by_start.iter().map(|(&a, &n)| (a, n)).collect()
+    }
 }
 
 /// Free blocks of one fixed size: a FIFO (reuse in the order freed).
@@ -495,6 +501,9 @@ impl FreeBlocks for FixedSizeFreeList {
     }
     fn is_empty(&self) -> bool {
         self.blocks.is_empty()
+    }
+    fn blocks(&self) -> Vec<(u64, usize)> {
+        self.blocks.iter().map(|&a| (a, self.block_size)).collect()
     }
     fn free_bytes(&self) -> usize {
         self.blocks.len() * self.block_size

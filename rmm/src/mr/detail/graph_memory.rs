@@ -251,6 +251,7 @@ impl GraphMemory {
                 "{}: no chunk serves the request in a graph-private pool",
                 source.source_name()
             ),
+            report: None,
         })?;
         let chunk = acquire_chunk(&*source, chunk_bytes, capture.device)?;
         if !entry.pool.add_chunk(chunk.addr(), chunk_bytes, capture.id, sk) {
@@ -290,6 +291,7 @@ impl GraphMemory {
                     "{}: a fresh chunk does not hold the request",
                     source.source_name()
                 ),
+                report: None,
             })
     }
 

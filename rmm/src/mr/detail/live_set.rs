@@ -59,6 +59,11 @@ pub(crate) struct LiveMap {
 }
 
 impl LiveMap {
+    /// Every live allocation as (address, requested bytes), in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        self.map.iter().map(|(&a, &n)| (a, n)).chain(self.unhashed)
+    }
+
     /// Records a new allocation; false (and no change) when `addr` is
     /// already live, which would be a bug of the resource itself.
     pub fn insert(&mut self, addr: u64, bytes: usize) -> bool {

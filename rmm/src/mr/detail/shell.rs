@@ -203,6 +203,24 @@ impl<B: Backing> StreamOrderedResource<B> {
         self.state().bad_frees()
     }
 
+    /// [`MemoryResource::layer_state`] of the resource type `type_name`.
+    pub fn layer_state(&self, type_name: &'static str) -> crate::mr::LayerState {
+        let short = crate::mr::forensics::short_type_name(type_name);
+        let name = crate::mr::forensics::layer_name(&short);
+        let mut l = self.state().layer_state(&name, &short);
+        l.graph_memory = Some(self.graph_memory());
+        l
+    }
+
+    /// [`MemoryResource::visit_upstream`]: the backing's upstream, visited
+    /// under this resource's lock (the order its growth takes).
+    pub fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn MemoryResource)) {
+        let state = self.state();
+        if let Some(u) = state.backing.upstream() {
+            visit(u);
+        }
+    }
+
     /// [`MemoryResource::free_block_stats`], as the backing reports it.
     pub fn free_block_stats(&self) -> Option<FreeBlockStats> {
         B::free_block_stats(self.state().lists())
@@ -283,7 +301,10 @@ macro_rules! stream_ordered_memory_resource {
                 alignment: usize,
                 stream: $crate::stream::CudaStreamView,
             ) -> $crate::error::Result<$crate::ptr::DevicePtr> {
-                self.shell.allocate(bytes, alignment, stream)
+                use $crate::mr::forensics::ReportOom as _;
+                self.shell
+                    .allocate(bytes, alignment, stream)
+                    .report_oom(self, bytes, alignment, stream)
             }
 
             unsafe fn deallocate(
@@ -324,6 +345,14 @@ macro_rules! stream_ordered_memory_resource {
 
             fn graph_memory(&self) -> Option<$crate::mr::GraphMemoryStats> {
                 Some(self.shell.graph_memory())
+            }
+
+            fn layer_state(&self) -> $crate::mr::LayerState {
+                self.shell.layer_state(std::any::type_name::<Self>())
+            }
+
+            fn visit_upstream(&self, visit: &mut dyn FnMut(&dyn $crate::mr::MemoryResource)) {
+                self.shell.visit_upstream(visit)
             }
         }
     };

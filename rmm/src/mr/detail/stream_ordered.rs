@@ -27,6 +27,8 @@
 
 use std::thread::ThreadId;
 
+mod layer;
+
 use super::annotations::ChunkHeaps;
 use super::free_list::FreeBlocks;
 use super::live_set::{log_bad_free, LiveMap};
@@ -74,6 +76,16 @@ pub(crate) trait Backing: Send + 'static {
     fn free_block_stats<'a>(_lists: impl Iterator<Item = &'a Self::List>) -> Option<FreeBlockStats> {
         None
     }
+    /// The memory the backing holds as (address, size) chunks, for
+    /// snapshots; the default: none known.
+    fn chunks(&self) -> Vec<(u64, usize)> {
+        Vec::new()
+    }
+    /// The resource the backing takes its chunks from, for walking a stack;
+    /// the default: none (the driver).
+    fn upstream(&self) -> Option<&dyn crate::mr::MemoryResource> {
+        None
+    }
     /// The chunk a graph-private pool takes for a request of `bytes`
     /// ([`super::graph_memory`]); the default: 2 MiB for small requests,
     /// else the request rounded up to 2 MiB, or just the block when that
@@ -95,6 +107,11 @@ pub(crate) struct StreamKey {
 }
 
 impl StreamKey {
+    /// The raw stream handle (0 for the default stream).
+    pub(crate) fn raw(&self) -> usize {
+        self.raw
+    }
+
     pub(crate) fn of(stream: CudaStreamView) -> StreamKey {
         if stream.is_per_thread_default() {
             StreamKey {
@@ -242,6 +259,7 @@ impl<B: Backing> StreamOrdered<B> {
                 self.backing.name(),
                 self.backing.max_allocation()
             ),
+            report: None,
         };
         log::error!("{e}");
         e
@@ -291,6 +309,7 @@ impl<B: Backing> StreamOrdered<B> {
         self.lists[own].list.take(size).ok_or_else(|| Error::OutOfMemory {
             requested: size,
             reason: format!("{}: grown memory does not hold the request", self.backing.name()),
+            report: None,
         })
     }
 
