@@ -6,13 +6,13 @@
 use super::encode::base64;
 use super::run::ViewRun;
 
-const TEMPLATE: &str = include_str!("view/page.html");
-const STYLE: &str = include_str!("view/page.css");
+const TEMPLATE: &str = include_str!("page.html");
+const STYLE: &str = include_str!("page.css");
 const SCRIPTS: [&str; 4] = [
-    include_str!("view/data.js"),
-    include_str!("view/draw.js"),
-    include_str!("view/panels.js"),
-    include_str!("view/main.js"),
+    include_str!("data.js"),
+    include_str!("draw.js"),
+    include_str!("panels.js"),
+    include_str!("main.js"),
 ];
 
 /// Text safe inside an HTML element (`<`, `>`, `&` escaped).
