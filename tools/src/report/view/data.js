@@ -79,6 +79,26 @@ function buildClasses(run) {
   }
   for (let a = 0; a < run.allocations; a++) run.classes[cls[a]].list[fill[cls[a]]++] = a;
   run.classes = run.classes.filter((k) => k.list.length > 0);
+  for (const k of run.classes) drawOrder(run, k);
+}
+
+// A class's allocations as the drawing reads them, one after another (a
+// sequential pass over five arrays, not five lookups scattered over the
+// whole log per allocation): start and end time, low and high axis offset,
+// colour; and the class's longest lifetime in time.
+function drawOrder(run, k) {
+  const n = k.list.length;
+  k.t0 = new Float64Array(n); k.t1 = new Float64Array(n);
+  k.y0 = new Float64Array(n); k.y1 = new Float64Array(n); k.col = new Uint8Array(n);
+  let longest = 0;
+  for (let j = 0; j < n; j++) {
+    const a = k.list[j];
+    k.t0[j] = run.timeUs[run.aStart[a]];
+    k.t1[j] = run.aEnd[a] < run.events ? run.timeUs[run.aEnd[a]] : run.endUs;
+    k.y0[j] = run.aY[a]; k.y1[j] = run.aY[a] + run.aSize[a]; k.col[j] = run.colors[a];
+    if (k.t1[j] - k.t0[j] > longest) longest = k.t1[j] - k.t0[j];
+  }
+  k.longest = longest;
 }
 
 // Calls f(a) for every allocation live at some event in [e0, e1].
@@ -154,6 +174,7 @@ function loadRun(i) {
   run.aY = axisOffsets(run);
   run.endUs = E > 0 ? run.timeUs[E - 1] : 0;
   buildInUse(run);
+  run.colors = colorIndices(run);
   buildClasses(run);
   return run;
 }
