@@ -58,10 +58,12 @@ enum Command {
     /// allocations marked with their out-of-memory reports (--report); a
     /// second run overlaid (--compare, a toggle in the page).
     ///
-    /// Size: the data travel as base64 varint columns, about 1.3 bytes per
-    /// event plus 11 per allocation for typical logs (measured 2026-12-02:
-    /// 10^6 events -> 9.1 MB, 10^7 events -> 92 MB; docs/viewer.md); at
-    /// most 4/3 x (20 per event + 60 per allocation) bytes.
+    /// Size: the data travel as base64 varint columns, about 4/3 x (2 bytes
+    /// per event + 10 per allocation) for typical logs, measured 2026-12-02
+    /// on synthetic logs (half the events allocations): 10^6 events -> 9.1
+    /// MB, 10^7 events -> 90.5 MB; never more than 4/3 x (20 per event + 60
+    /// per allocation) plus names and reports. Headless Chromium opened
+    /// those in 1.5 s and 5.9 s (docs/viewer.md).
     View(ViewArgs),
 }
 
