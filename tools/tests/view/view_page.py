@@ -141,6 +141,40 @@ def browse(page, html, log_path, known, failure, shots):
     page.screenshot(path=os.path.join(shots, "compare.png"))
 
 
+def write_snapshot(path):
+    """A snapshot (schema rmm-snapshot) with one allocation that has a
+    backtrace; returns that allocation."""
+    known = {"address": "0x7f0000200000", "size": 3 << 20, "stream": "0x3", "thread": 77,
+             "time": "11:00:00.500000", "backtrace": ["train_step at model.py:42", "main at run.py:7"]}
+    other = {"address": "0x7f0000000000", "size": 1 << 20, "stream": "0x0", "thread": 76,
+             "time": "11:00:00.100000", "backtrace": None}
+    snap = {"schema": "rmm-snapshot", "version": 1, "time": "11:00:01.000000", "unix_time_ns": 0, "device": 0,
+            "resource": {"name": "pool", "type": "PoolMemoryResource", "reserved_bytes": 8 << 20,
+                         "used_bytes": 4 << 20, "free_bytes": 4 << 20, "largest_free_block": 2 << 20,
+                         "fragmentation": 0.5, "free_bytes_by_stream": {"0x0": 4 << 20}, "chunks": [],
+                         "blocks": [], "graph_memory": None, "counters": None, "upstream": None},
+            "live_allocations": [known, other]}
+    with open(path, "w") as f:
+        json.dump(snap, f)
+    return known
+
+
+def browse_snapshot(page, html, known):
+    """Hovers the snapshot's allocation: its backtrace is in the tooltip."""
+    page.goto("file://" + html)
+    page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    box = page.evaluate("() => window.rmmView.locate(1)")
+    page.mouse.move(box["x"], box["y"])
+    tip = page.locator("#tooltip")
+    tip.wait_for(state="visible")
+    text = tip.inner_text()
+    for needle in ["size      %d B" % known["size"], "address   " + known["address"], "thread    77",
+                   "allocated " + known["time"], "live at the snapshot"] + ["  " + f for f in known["backtrace"]]:
+        check(needle in text, "snapshot tooltip: %r" % needle)
+    page.mouse.click(box["x"], box["y"])
+    check("Resource stack at the snapshot" in page.locator("#state").inner_text(), "the snapshot's stack is shown")
+
+
 def main(argv):
     from playwright.sync_api import sync_playwright
 
@@ -165,6 +199,10 @@ def main(argv):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("request", lambda r: errors.append("request " + r.url) if not r.url.startswith(("file:", "data:", "blob:")) else None)
         browse(page, html, log_a, known, failure, tmp)
+        snap_known = write_snapshot(os.path.join(tmp, "snapshot.json"))
+        snap_html = os.path.join(tmp, "snapshot.html")
+        subprocess.run([rmm_report(), "view", os.path.join(tmp, "snapshot.json"), "--out", snap_html], check=True)
+        browse_snapshot(page, snap_html, snap_known)
         browser.close()
     check(not errors, "no script error and no request out of the page %s" % errors)
     print("screenshots in", tmp)
