@@ -42,7 +42,10 @@ pub fn check_schema(origin: &str, v: &Value, schema: &str) -> Result<(), ReportE
         Some(SCHEMA_VERSION) => Ok(()),
         other => Err(bad(
             origin,
-            format!("{schema} version {other:?}, this viewer reads version {SCHEMA_VERSION}"),
+            format!(
+                "{schema} version {}, this viewer reads version {SCHEMA_VERSION}",
+                other.map_or_else(|| v["version"].to_string(), |n| n.to_string())
+            ),
         )),
     }
 }
