@@ -13,7 +13,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1; then
   echo "view-test: installing Debian's chromium"
-  if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo); fi
+  if [ "$(id -u)" = 0 ]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    echo "view-test: chromium is missing, and this user is not root and has no sudo: install Debian's chromium" >&2
+    exit 1
+  fi
   "${as_root[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends chromium
 fi
