@@ -63,7 +63,7 @@ enum Command {
     /// on synthetic logs (half the events allocations): 10^6 events -> 9.1
     /// MB, 10^7 events -> 90.5 MB; never more than 4/3 x (20 per event + 60
     /// per allocation) plus names and reports. Headless Chromium opened
-    /// those in 1.5 s and 5.9 s (docs/viewer.md).
+    /// those in 0.7-1.6 s and 5.9-6.6 s (docs/viewer.md).
     View(ViewArgs),
 }
 
