@@ -6,7 +6,7 @@
 //! | Program | What |
 //! |---|---|
 //! | `rmm-demo` | the allocator demo (`bash scripts/demo.sh`): a mixed workload over several resources, a table, a CSV and charts |
-//! | `rmm-report` | benchmark charts (`charts`) and memory timelines (`timeline`) as SVG |
+//! | `rmm-report` | benchmark charts (`charts`) and memory timelines (`timeline`) as SVG; the interactive memory page (`view`, one HTML file) |
 //! | `rmm-replay` | replays a memory-event log against resources made by name |
 //!
 //! | Module | What |

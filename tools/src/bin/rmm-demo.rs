@@ -26,8 +26,9 @@
 //! Into the output folder (default `demo-out/`) it writes `results.csv`
 //! (the benchmark CSV format of `shared/anchors/WORKLOADS.md`, one row per
 //! resource and phase), `ns_per_op.svg` (bar chart), `pool_events.csv` (the
-//! event log of a second, untimed pool run wrapped in a `LoggingAdaptor`) and
-//! `pool_timeline.svg` (that log rendered as a memory timeline). Resources
+//! event log of a second, untimed pool run wrapped in a `LoggingAdaptor`),
+//! `pool_timeline.svg` (that log rendered as a memory timeline) and
+//! `pool_view.html` (that log as `rmm-report view`'s interactive page). Resources
 //! come from the one factory, `rmm_replay::by_name`; charts come
 //! from `rmm_tools::report`. Failed allocations are counted, never fatal.
 
@@ -45,6 +46,7 @@ use rmm_tools::report::charts::alloc_chart_svg;
 use rmm_tools::report::csv::{alloc_header, read_memlog_file, AllocRow};
 use rmm_tools::report::points::alloc_points;
 use rmm_tools::report::timeline::{render_svg, Timeline, TimelineOptions};
+use rmm_tools::report::view::{render_page, ViewRun};
 use rmm_tools::report::{human_bytes, write_text, ReportError};
 
 /// One kibibyte.
@@ -85,7 +87,7 @@ struct Args {
     /// 10000: each call costs tens of microseconds).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_STEPS, value_parser = positive_steps)]
     steps: usize,
-    /// Folder for results.csv, ns_per_op.svg, pool_events.csv and pool_timeline.svg.
+    /// Folder for results.csv, ns_per_op.svg, pool_events.csv, pool_timeline.svg and pool_view.html.
     #[arg(long, value_name = "DIR", default_value = "demo-out")]
     out: PathBuf,
     /// Run over the simulated resource even when a GPU is present.
@@ -660,11 +662,13 @@ fn write_results(out: &Path, rows: &[AllocRow]) -> Result<Vec<PathBuf>, ReportEr
 }
 
 /// Runs the pool once more behind a `LoggingAdaptor` logging to
-/// `pool_events.csv`, then renders the log as `pool_timeline.svg`.
+/// `pool_events.csv`, then renders the log as `pool_timeline.svg` and
+/// `pool_view.html`.
 fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let log_path = out.join("pool_events.csv");
     let svg_path = out.join("pool_timeline.svg");
+    let view_path = out.join("pool_view.html");
     let mr = (pool.build)().map_err(|e| format!("cannot build the pool: {e}"))?;
     let logged = LoggingAdaptor::to_file(mr, &log_path, false).map_err(|e| e.to_string())?;
     let plan = if pool.plan.steps() > LOGGED_MAX_STEPS {
@@ -698,6 +702,9 @@ fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<Pa
     };
     let (svg, _) = render_svg(&timeline, &opts).map_err(|e| e.to_string())?;
     write_text(&svg_path, &svg).map_err(|e| e.to_string())?;
+    let run = ViewRun::from_log(&log_path.display().to_string(), &events).map_err(|e| e.to_string())?;
+    let page = render_page(&format!("Memory view: {}, mixed workload", pool.what), &[run]);
+    write_text(&view_path, &page).map_err(|e| e.to_string())?;
     let s = timeline.stats();
     println!(
         "pool timeline: {} events, peak {} in use, {} allocation failure(s)",
@@ -705,7 +712,7 @@ fn pool_timeline(pool: &Candidate, target: &Target, out: &Path) -> Result<Vec<Pa
         human_bytes(s.peak_bytes as f64),
         s.failures
     );
-    Ok(vec![log_path, svg_path])
+    Ok(vec![log_path, svg_path, view_path])
 }
 
 /// Runs the demo: 0 on success, 1 when results could not be written, 2 on a usage error.

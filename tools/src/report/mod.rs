@@ -11,6 +11,7 @@
 //! | [`scaling`] | the thread-scaling chart (ns/op against host threads, project and RMM) |
 //! | [`summary`] | the markdown summary of the ratios |
 //! | [`timeline`] | replays a memory-event log: bytes in use, live intervals, statistics, and an SVG of the address space |
+//! | [`view`] | the interactive page of a log or snapshot (`rmm-report view`): one self-contained HTML file |
 //!
 //! Everything here runs on the CPU and reads only files; nothing touches a GPU.
 //! Bad input never panics: every parser and writer returns a [`ReportError`]
@@ -24,6 +25,7 @@ pub mod scaling;
 pub mod style;
 pub mod summary;
 pub mod timeline;
+pub mod view;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

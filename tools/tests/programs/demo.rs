@@ -98,6 +98,12 @@ fn check_outputs(out: &Path, resources: &[&str]) {
         .expect("event log parses")
         .events;
     assert!(events.len() > 1000, "{} events", events.len());
+    let page = std::fs::read_to_string(out.join("pool_view.html")).expect("pool_view.html");
+    let header = format!("\"events\":{}", events.len());
+    assert!(
+        page.starts_with("<!DOCTYPE html>") && page.contains(&header),
+        "pool_view.html holds the log"
+    );
 }
 
 #[test]

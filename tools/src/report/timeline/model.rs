@@ -466,6 +466,13 @@ impl AddressMap {
         }
     }
 
+    /// The stretches drawn without collapsing: `(start address, axis offset)`,
+    /// in address order; an address maps to its stretch's offset plus its
+    /// distance from the stretch's start ([`AddressMap::offset`]).
+    pub fn stretches(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        self.starts.iter().copied().zip(self.offsets.iter().copied())
+    }
+
     /// The axis offset of an address (addresses below the first stretch map to 0).
     pub fn offset(&self, address: u64) -> f64 {
         let i = self.starts.partition_point(|s| *s <= address).saturating_sub(1);
