@@ -228,9 +228,11 @@ impl DryRun {
     /// The bisection of [`smallest_pool`](Self::smallest_pool) for work of
     /// peak scratch `peak`.
     fn bisect_pool(&self, peak: usize, work: &mut impl FnMut(&ExecPolicy) -> Result<()>) -> Result<usize> {
-        let too_big = || Error::OutOfMemory {
-            requested: peak,
-            reason: format!("dry run: no pool up to {LARGEST_POOL} bytes fits the work"),
+        let too_big = || {
+            Error::out_of_memory(
+                peak,
+                format!("dry run: no pool up to {LARGEST_POOL} bytes fits the work"),
+            )
         };
         let step = CUDA_ALLOCATION_ALIGNMENT;
         let mut fit = align_up(peak, step)
