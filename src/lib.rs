@@ -91,3 +91,8 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/dry-run.md")]
 #[cfg(doctest)]
 pub struct DryRunDocDoctests;
+
+/// The examples of docs/graphs.md, compiled as doc tests.
+#[doc = include_str!("../docs/graphs.md")]
+#[cfg(doctest)]
+pub struct GraphsDocDoctests;
