@@ -133,8 +133,8 @@ _MR_EXTRAS = [
     "get_current_device_resource_type",
 ]
 RMM_RS_EXTRAS = {
-    "rmm": ["CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
-            "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available",
+    "rmm": ["CaptureError", "CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError",
+            "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available", "graph",
             "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics"],
     "rmm.mr": _MR_EXTRAS,
     "rmm.pylibrmm.memory_resource": _MR_EXTRAS,
@@ -1257,3 +1257,39 @@ def test_logs_are_flushed_at_exit(tmp_path):
     lines = (tmp_path / "exit.dev0.csv").read_text().splitlines()
     assert lines[0].startswith("Thread,Time,Action")
     assert sum(",allocate," in line for line in lines) == 3
+
+
+def test_graph_module_without_a_capture(sim):
+    """rmm_rs.graph on any machine: the default streams never capture (no
+    driver call), the detection switch, CaptureError's place among the
+    exceptions, graph_memory of resources without private pools."""
+    from rmm_rs import graph
+
+    assert rmm_rs.CaptureError is graph.CaptureError
+    assert issubclass(graph.CaptureError, rmm_rs.RMMError)
+    assert issubclass(graph.CaptureError, RuntimeError)
+    assert graph.capture_status() == graph.CaptureStatus("none", None)
+    assert graph.capture_status(rmm_rs.LEGACY_DEFAULT_STREAM).state == "none"
+    assert not graph.is_capturing(rmm_rs.DEFAULT_STREAM)
+    with pytest.raises(TypeError):
+        graph.capture_status("not a stream")
+    if not GPU:
+        # The per-thread default stream can be captured: the driver is asked.
+        with pytest.raises(rmm_rs.DriverUnavailableError):
+            graph.capture_status(rmm_rs.PER_THREAD_DEFAULT_STREAM)
+    assert graph.get_capture_detection() == "driver"
+    try:
+        graph.set_capture_detection("registered")
+        assert graph.get_capture_detection() == "registered"
+    finally:
+        graph.set_capture_detection("driver")
+    assert graph.get_capture_detection() == "driver"
+    with pytest.raises(ValueError, match="'driver' or 'registered'"):
+        graph.set_capture_detection("sometimes")
+    # Nothing captured: no private pool anywhere in a stack.
+    pool = mr.PoolMemoryResource(mr.StatisticsResourceAdaptor(sim), initial_pool_size="1MiB")
+    for r in (sim, pool):
+        report = r.graph_memory()
+        assert report is None or (report["pools"], report["reserved_bytes"], report["live_bytes"]) == (0, 0, 0)
+    mr.set_current_device_resource(pool)
+    assert graph.graph_memory() == pool.graph_memory()
