@@ -44,6 +44,17 @@ pub enum Error {
     /// feature, wrong device).
     #[error("logic error: {0}")]
     Logic(String),
+    /// A stream capture (CUDA graph capture) failed or a call is illegal
+    /// while `stream` captures: the capture was invalidated, the stream
+    /// cannot be captured, or a graph was misused. `stream` is the raw
+    /// handle of the stream concerned.
+    #[error("stream capture on stream {stream:#x}: {reason}")]
+    Capture {
+        /// The raw `CUstream` handle.
+        stream: usize,
+        /// What went wrong.
+        reason: String,
+    },
     /// An index or range is outside a container.
     #[error("out of range: {0}")]
     OutOfRange(String),

@@ -23,6 +23,7 @@
 //! | Errors | [`Error`], [`Result`] |
 //! | Sub-allocations compute-sanitizer can see (NVTX memory annotations) | [`nvtx`] |
 //! | Execution policy, scratch, typed stream-ordered allocators | [`exec_policy`] |
+//! | CUDA graph capture: capture once, replay many times | [`graph`] |
 //!
 //! ```
 //! use rmm::mr::{MemoryResource, SimulatedMemoryResource};
@@ -58,6 +59,7 @@ pub(crate) mod driver;
 pub mod env;
 pub mod error;
 pub mod exec_policy;
+pub mod graph;
 pub mod launch;
 pub mod logger;
 pub mod mr;

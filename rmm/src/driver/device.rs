@@ -273,6 +273,37 @@ pub fn current_device() -> Result<i32> {
     Ok(dev)
 }
 
+/// The device ordinal of `ctx`: a primary context retained by rmm is
+/// looked up in its table; any other context (one made by another library)
+/// is asked by making it current for one `cuCtxGetDevice`
+/// (`cuCtxPushCurrent` / `cuCtxPopCurrent`).
+///
+/// # Safety
+/// `ctx` is a live context.
+pub(super) unsafe fn device_of_context(ctx: cu::CUcontext) -> Result<i32> {
+    if let Some(table) = PRIMARY.get() {
+        if let Some(d) = table
+            .iter()
+            .position(|slot| slot.load(Ordering::Acquire) == ctx as usize)
+        {
+            return Ok(d as i32);
+        }
+    }
+    // SAFETY: the caller's contract: `ctx` is live.
+    check(unsafe { cu::cuCtxPushCurrent_v2(ctx) }, "cuCtxPushCurrent_v2", 0)?;
+    let mut dev = 0;
+    // SAFETY: `dev` is a valid out-pointer; `ctx` is current.
+    let asked = check(unsafe { cu::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice", 0);
+    let mut popped: cu::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops the context pushed above; `popped` is a valid out-pointer.
+    let pop = check(
+        unsafe { cu::cuCtxPopCurrent_v2(&mut popped) },
+        "cuCtxPopCurrent_v2",
+        0,
+    );
+    asked.and(pop).map(|()| dev)
+}
+
 /// Makes `device`'s primary context current on this thread (`cudaSetDevice`).
 pub fn set_current_device(device: i32) -> Result<()> {
     set_current_context(primary_context(device)?)?;

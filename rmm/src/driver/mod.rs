@@ -2,8 +2,9 @@
 //! per API group: [`device`] (initialisation, devices, contexts, peers),
 //! [`memory`] (allocations, copies, memsets, prefetch, pointer queries),
 //! [`pool`] (driver pools and stream-ordered allocation), [`vmm`] (virtual
-//! memory management), [`stream`] (streams and events) and [`module`]
-//! (modules and kernel launches). It is private to the crate
+//! memory management), [`stream`] (streams and events), [`graph`] (stream
+//! capture, graphs, user objects) and [`module`] (modules and kernel
+//! launches). It is private to the crate
 //! (`pub(crate)`); sibling crates use the typed, public surface in
 //! [`crate::launch`] and [`crate::device`].
 //!
@@ -16,7 +17,8 @@
 //! # Handles
 //! Driver objects are typed: [`StreamHandle`], [`EventHandle`],
 //! [`PoolHandle`], [`AllocationHandle`], [`ModuleHandle`],
-//! [`FunctionHandle`] and the primary contexts' [`ContextHandle`]. Each is
+//! [`FunctionHandle`], [`GraphHandle`], [`GraphExecHandle`],
+//! [`UserObjectHandle`] and the primary contexts' [`ContextHandle`]. Each is
 //! a `#[repr(transparent)]`, `Copy` wrapper of the handle's bits, made by
 //! the function that creates, imports or looks up the object or, where a
 //! raw value enters from outside (a stream or pool of another library,
@@ -81,6 +83,7 @@ fn error_name(status: cu::CUresult) -> &'static str {
 }
 
 pub mod device;
+pub mod graph;
 pub mod memory;
 pub mod module;
 pub mod pool;
@@ -88,6 +91,7 @@ pub mod stream;
 pub mod vmm;
 
 pub use device::*;
+pub use graph::*;
 pub use memory::*;
 pub use module::*;
 pub use pool::*;
@@ -167,6 +171,21 @@ const ENTRY_POINTS: &[&str] = &[
     "cuModuleGetFunction",
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuLaunchKernel",
+    "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuStreamGetCaptureInfo_v3",
+    "cuStreamGetCtx",
+    "cuThreadExchangeStreamCaptureMode",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphDestroy",
+    "cuGraphExecDestroy",
+    "cuGraphGetNodes",
+    "cuUserObjectCreate",
+    "cuUserObjectRelease",
+    "cuGraphRetainUserObject",
 ];
 
 #[cfg(test)]
@@ -180,6 +199,7 @@ mod tests {
         let source = [
             include_str!("mod.rs"),
             include_str!("device.rs"),
+            include_str!("graph.rs"),
             include_str!("memory.rs"),
             include_str!("module.rs"),
             include_str!("pool.rs"),

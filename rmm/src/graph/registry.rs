@@ -1,0 +1,450 @@
+//! The process-wide registry of captures: which stream captures into which
+//! graph, with which private pool.
+//!
+//! A capture begun through rmm ([`begin`]) is registered while the
+//! registry's write lock is held across `cuStreamBeginCapture` (so no other
+//! thread sees it unregistered) and removed under the same lock across
+//! `cuStreamEndCapture` ([`end`]). A capture begun elsewhere (CuPy,
+//! PyTorch, cudarc) is *adopted* by [`capture_of`] the first time a stream
+//! of it is seen: registered under its capture id with a fresh
+//! [`GraphPoolId`], so that every stream joined to it gets the same pool.
+//! Adopted entries are not told when their capture ends: a stream found not
+//! capturing (or capturing another capture) is dropped from the registry
+//! when it is next looked up, and an adopted capture with no stream left
+//! goes with it.
+//!
+//! # Cost
+//! [`ENTRIES`] mirrors the number of registered streams: with none, the
+//! registry answers "no capture" after one atomic load and no lock.
+//!
+//! # Lock
+//! One `RwLock` (`REGISTRY`), a leaf: nothing else of ours is taken while it
+//! is held. The driver calls made under it (begin, end and query a capture,
+//! create and attach a user object) never wait for device work. See
+//! docs/locks.md.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::detection::{capture_detection, CaptureDetection};
+use super::mode::{capture_error, capture_state, invalidated};
+use super::pool::GraphPoolId;
+use crate::device::DeviceId;
+use crate::driver::{self, CaptureState, GraphHandle, StreamCaptureMode};
+use crate::error::Result;
+use crate::stream::CudaStreamView;
+
+/// A capture in progress, as resources see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ActiveCapture {
+    /// The driver's capture id (joined/forked streams share it).
+    pub id: u64,
+    /// The private pool this capture allocates from.
+    pub pool: GraphPoolId,
+    /// The graph being captured, for [`attach_lifetime`](super::attach_lifetime).
+    pub graph: GraphHandle,
+    /// The device of the stream the capture was found on, when known.
+    pub device: Option<DeviceId>,
+}
+
+/// One registered capture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Record {
+    pool: GraphPoolId,
+    graph: GraphHandle,
+    device: Option<DeviceId>,
+    /// Begun through rmm: removed by [`end`] only. Adopted records go when
+    /// their last stream does.
+    begun_by_rmm: bool,
+}
+
+/// The registry's bookkeeping, on plain integers (no driver call).
+#[derive(Debug, Default)]
+pub(super) struct Registry {
+    /// Capture id -> record.
+    captures: BTreeMap<u64, Record>,
+    /// Stream handle -> capture id.
+    streams: BTreeMap<usize, u64>,
+}
+
+impl Registry {
+    pub(super) const fn new() -> Self {
+        Registry {
+            captures: BTreeMap::new(),
+            streams: BTreeMap::new(),
+        }
+    }
+
+    /// Number of registered streams.
+    pub(super) fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The capture `id`, as resources see it.
+    fn active(&self, id: u64) -> Option<ActiveCapture> {
+        self.captures.get(&id).map(|r| ActiveCapture {
+            id,
+            pool: r.pool,
+            graph: r.graph,
+            device: r.device,
+        })
+    }
+
+    /// The capture registered for `stream`.
+    pub(super) fn of_stream(&self, stream: usize) -> Option<ActiveCapture> {
+        self.streams.get(&stream).and_then(|&id| self.active(id))
+    }
+
+    /// The capture `id` if `stream` is registered with it.
+    fn joined(&self, stream: usize, id: u64) -> Option<ActiveCapture> {
+        (self.streams.get(&stream) == Some(&id))
+            .then(|| self.active(id))
+            .flatten()
+    }
+
+    /// Whether the graph of capture `id` is `graph` (the capture is
+    /// registered and has not ended).
+    pub(super) fn holds(&self, id: u64, graph: GraphHandle) -> bool {
+        self.captures.get(&id).is_some_and(|r| r.graph == graph)
+    }
+
+    /// Registers a capture begun through rmm on `stream`.
+    pub(super) fn begin(
+        &mut self,
+        stream: usize,
+        id: u64,
+        pool: GraphPoolId,
+        graph: GraphHandle,
+        device: DeviceId,
+    ) {
+        self.forget_stream(stream);
+        self.captures.insert(
+            id,
+            Record {
+                pool,
+                graph,
+                device: Some(device),
+                begun_by_rmm: true,
+            },
+        );
+        self.streams.insert(stream, id);
+    }
+
+    /// Removes capture `id` and every stream registered with it.
+    pub(super) fn end(&mut self, id: u64) {
+        self.captures.remove(&id);
+        self.streams.retain(|_, c| *c != id);
+    }
+
+    /// Drops `stream`'s entry (its capture ended or changed); an adopted
+    /// capture left without a stream goes too.
+    pub(super) fn forget_stream(&mut self, stream: usize) {
+        let Some(id) = self.streams.remove(&stream) else {
+            return;
+        };
+        let adopted = self.captures.get(&id).is_some_and(|r| !r.begun_by_rmm);
+        if adopted && !self.streams.values().any(|&c| c == id) {
+            self.captures.remove(&id);
+        }
+    }
+
+    /// What the driver said of `stream`, folded in: `None` drops a stale
+    /// entry; an active capture is joined (a known id) or adopted (an
+    /// unknown id, with the pool `fresh_pool` makes).
+    pub(super) fn observe(
+        &mut self,
+        stream: usize,
+        state: CaptureState,
+        device: Option<DeviceId>,
+        fresh_pool: impl FnOnce() -> GraphPoolId,
+    ) -> Option<ActiveCapture> {
+        let CaptureState::Active { id, graph } = state else {
+            if state == CaptureState::None {
+                self.forget_stream(stream);
+            }
+            return None;
+        };
+        if self.streams.get(&stream) != Some(&id) {
+            self.forget_stream(stream);
+        }
+        self.captures.entry(id).or_insert_with(|| Record {
+            pool: fresh_pool(),
+            graph,
+            device,
+            begun_by_rmm: false,
+        });
+        self.streams.insert(stream, id);
+        self.active(id)
+    }
+}
+
+/// The registry of the process.
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry::new());
+
+/// Registered streams (`Registry::stream_count`), written under the write
+/// lock: 0 means no capture is registered.
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
+
+fn read() -> RwLockReadGuard<'static, Registry> {
+    // A panic under the lock cannot leave the maps half-updated in a way
+    // that breaks them (each update is a map operation); keep going.
+    REGISTRY.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The write guard; publishes the stream count when dropped.
+struct Writer(RwLockWriteGuard<'static, Registry>);
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        ENTRIES.store(self.0.stream_count(), Ordering::Release);
+    }
+}
+
+fn write() -> Writer {
+    Writer(REGISTRY.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// True when no stream is registered (one atomic load).
+#[inline]
+fn nothing_registered() -> bool {
+    ENTRIES.load(Ordering::Acquire) == 0
+}
+
+/// Runs `f` with the registry read-locked (for `attach_lifetime`).
+pub(super) fn with_read<R>(f: impl FnOnce(&Registry) -> R) -> R {
+    f(&read())
+}
+
+/// Begins a capture on `stream` and registers it with `pool`; returns the
+/// capture id and its graph. The write lock is held across the driver
+/// calls, so no lookup sees the capture unregistered.
+pub(super) fn begin(
+    stream: CudaStreamView<'_>,
+    mode: StreamCaptureMode,
+    pool: GraphPoolId,
+    device: DeviceId,
+) -> Result<(u64, GraphHandle)> {
+    let mut registry = write();
+    // SAFETY: a view's stream is live for its lifetime.
+    unsafe { driver::stream_begin_capture(stream.handle(), mode) }.map_err(|e| capture_error(stream, e))?;
+    let (id, graph) = match capture_state(stream) {
+        Ok(CaptureState::Active { id, graph }) => (id, graph),
+        other => {
+            // Begun but not readable: end it again so the stream stays usable.
+            // SAFETY: as above.
+            if let Ok(g) = unsafe { driver::stream_end_capture(stream.handle()) } {
+                // SAFETY: the graph was just returned to us and is not used after.
+                let _ = unsafe { driver::graph_destroy(g) };
+            }
+            return Err(match other {
+                Err(e) => e,
+                Ok(_) => invalidated(stream),
+            });
+        }
+    };
+    registry.0.begin(stream.as_raw(), id, pool, graph, device);
+    Ok((id, graph))
+}
+
+/// Ends the capture `id` on `stream` and removes it from the registry
+/// (whatever the driver answers); returns the driver's graph.
+pub(super) fn end(stream: CudaStreamView<'_>, id: u64) -> Result<GraphHandle> {
+    let mut registry = write();
+    // SAFETY: a view's stream is live for its lifetime.
+    let graph = unsafe { driver::stream_end_capture(stream.handle()) };
+    registry.0.end(id);
+    graph.map_err(|e| match e {
+        crate::Error::Cuda {
+            name: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+            ..
+        } => invalidated(stream),
+        e => capture_error(stream, e),
+    })
+}
+
+/// The capture `stream` belongs to, if any.
+///
+/// The legacy default stream: `Ok(None)` with no driver call. With
+/// [`CaptureDetection::Registered`]: `Ok(None)` after one atomic load when
+/// nothing is registered, and for every stream not registered; a registered
+/// stream is re-checked with the driver (a stale entry is dropped). With
+/// [`CaptureDetection::Driver`], every other stream is asked of the driver;
+/// a capture begun outside rmm is adopted (see the module docs).
+///
+/// # Errors
+/// [`Error::Capture`](crate::Error::Capture) when the stream's capture was
+/// invalidated or the driver call fails.
+pub(crate) fn capture_of(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
+    if stream.is_default() {
+        return Ok(None);
+    }
+    if capture_detection() == CaptureDetection::Registered
+        && (nothing_registered() || read().of_stream(stream.as_raw()).is_none())
+    {
+        return Ok(None);
+    }
+    ask_driver(stream)
+}
+
+/// The registry's answer for `stream` after asking the driver.
+fn ask_driver(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
+    let state = capture_state(stream)?;
+    let raw = stream.as_raw();
+    match state {
+        CaptureState::Invalidated => Err(invalidated(stream)),
+        CaptureState::None => {
+            if !nothing_registered() && read().of_stream(raw).is_some() {
+                write().0.forget_stream(raw);
+            }
+            Ok(None)
+        }
+        CaptureState::Active { id, .. } => {
+            if let Some(known) = read().joined(raw, id) {
+                return Ok(Some(known));
+            }
+            // SAFETY: a view's stream is live for its lifetime.
+            let device = unsafe { driver::stream_device(stream.handle()) }
+                .ok()
+                .map(DeviceId);
+            Ok(write().0.observe(raw, state, device, GraphPoolId::fresh))
+        }
+    }
+}
+
+/// The registered capture of `stream`, for frees: `None` after one atomic
+/// load when nothing is registered, and for streams not registered. A
+/// registered stream is re-checked with the driver (a stale entry is
+/// dropped; a new capture on it is adopted); when the driver cannot say
+/// (an invalidated capture, a failed call) the registered capture is
+/// returned.
+pub(crate) fn registered_capture_of(stream: CudaStreamView<'_>) -> Option<ActiveCapture> {
+    if nothing_registered() || stream.is_default() {
+        return None;
+    }
+    let known = read().of_stream(stream.as_raw())?;
+    ask_driver(stream).unwrap_or(Some(known))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroUsize;
+
+    use super::*;
+
+    fn graph(n: usize) -> GraphHandle {
+        GraphHandle::from_raw(NonZeroUsize::new(n).unwrap())
+    }
+
+    fn active(id: u64, g: usize) -> CaptureState {
+        CaptureState::Active { id, graph: graph(g) }
+    }
+
+    #[test]
+    fn a_begun_capture_is_found_by_its_stream_until_it_ends() {
+        let mut r = Registry::new();
+        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
+        assert_eq!(r.stream_count(), 1);
+        let c = r.of_stream(0x10).unwrap();
+        assert_eq!(
+            (c.id, c.pool, c.graph, c.device),
+            (7, GraphPoolId(3), graph(0x100), Some(DeviceId(0)))
+        );
+        assert!(r.holds(7, graph(0x100)));
+        assert!(!r.holds(7, graph(0x200)));
+        assert!(r.of_stream(0x20).is_none());
+        r.end(7);
+        assert_eq!(r.stream_count(), 0);
+        assert!(r.of_stream(0x10).is_none());
+        assert!(!r.holds(7, graph(0x100)));
+    }
+
+    #[test]
+    fn joined_streams_share_the_pool_of_their_capture() {
+        let mut r = Registry::new();
+        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
+        let joined = r.observe(0x20, active(7, 0x100), None, || {
+            panic!("no new pool for a known capture")
+        });
+        assert_eq!(joined.unwrap().pool, GraphPoolId(3));
+        assert_eq!(r.stream_count(), 2);
+        assert_eq!(r.joined(0x20, 7).unwrap().pool, GraphPoolId(3));
+        r.end(7);
+        assert_eq!(r.stream_count(), 0, "ending removes the joined streams too");
+    }
+
+    #[test]
+    fn a_foreign_capture_is_adopted_once_and_its_joined_streams_share_it() {
+        let mut r = Registry::new();
+        let mut made = 0;
+        let a = r
+            .observe(0x30, active(9, 0x300), Some(DeviceId(1)), || {
+                made += 1;
+                GraphPoolId(50)
+            })
+            .unwrap();
+        let b = r
+            .observe(0x31, active(9, 0x300), None, || {
+                made += 1;
+                GraphPoolId(51)
+            })
+            .unwrap();
+        assert_eq!(made, 1);
+        assert_eq!((a.pool, b.pool), (GraphPoolId(50), GraphPoolId(50)));
+        assert_eq!(a.device, Some(DeviceId(1)));
+    }
+
+    #[test]
+    fn stale_entries_are_dropped_when_their_stream_is_seen_again() {
+        let mut r = Registry::new();
+        r.observe(0x30, active(9, 0x300), None, || GraphPoolId(50));
+        r.observe(0x31, active(9, 0x300), None, || GraphPoolId(51));
+        // The capture ended outside rmm: each stream goes when seen idle.
+        assert!(r
+            .observe(0x30, CaptureState::None, None, || GraphPoolId(52))
+            .is_none());
+        assert_eq!(r.stream_count(), 1);
+        assert!(r.captures.contains_key(&9), "a stream still names it");
+        r.observe(0x31, CaptureState::None, None, || GraphPoolId(53));
+        assert_eq!(r.stream_count(), 0);
+        assert!(
+            r.captures.is_empty(),
+            "an adopted capture without streams is gone"
+        );
+        // A stream that moved on to another capture gets that capture's pool.
+        r.observe(0x40, active(10, 0x400), None, || GraphPoolId(60));
+        let moved = r
+            .observe(0x40, active(11, 0x410), None, || GraphPoolId(61))
+            .unwrap();
+        assert_eq!((moved.id, moved.pool), (11, GraphPoolId(61)));
+        assert!(!r.captures.contains_key(&10));
+        assert_eq!(r.stream_count(), 1);
+    }
+
+    #[test]
+    fn a_begun_capture_outlives_its_stream_entry_until_end() {
+        let mut r = Registry::new();
+        r.begin(0x10, 7, GraphPoolId(3), graph(0x100), DeviceId(0));
+        // Ended behind rmm's back: the stream entry goes, the record stays
+        // for `end` to remove.
+        r.observe(0x10, CaptureState::None, None, || GraphPoolId(4));
+        assert_eq!(r.stream_count(), 0);
+        assert!(r.holds(7, graph(0x100)));
+        r.end(7);
+        assert!(r.captures.is_empty());
+        // An invalidated answer changes nothing.
+        r.begin(0x10, 8, GraphPoolId(5), graph(0x110), DeviceId(0));
+        assert!(r
+            .observe(0x10, CaptureState::Invalidated, None, || GraphPoolId(6))
+            .is_none());
+        assert_eq!(r.of_stream(0x10).unwrap().id, 8);
+    }
+
+    #[test]
+    fn lookups_on_the_legacy_default_stream_ask_nothing() {
+        // No driver: these must answer without one.
+        assert_eq!(capture_of(CudaStreamView::DEFAULT), Ok(None));
+        assert_eq!(capture_of(CudaStreamView::LEGACY), Ok(None));
+        assert_eq!(registered_capture_of(CudaStreamView::DEFAULT), None);
+    }
+}
