@@ -1259,10 +1259,10 @@ def test_logs_are_flushed_at_exit(tmp_path):
     assert sum(",allocate," in line for line in lines) == 3
 
 
-def test_graph_module_without_a_capture(sim):
+def test_graph_module_without_a_capture():
     """rmm_rs.graph on any machine: the default streams never capture (no
     driver call), the detection switch, CaptureError's place among the
-    exceptions, graph_memory of resources without private pools."""
+    exceptions."""
     from rmm_rs import graph
 
     assert rmm_rs.CaptureError is graph.CaptureError
@@ -1286,7 +1286,12 @@ def test_graph_module_without_a_capture(sim):
     assert graph.get_capture_detection() == "driver"
     with pytest.raises(ValueError, match="'driver' or 'registered'"):
         graph.set_capture_detection("sometimes")
-    # Nothing captured: no private pool anywhere in a stack.
+
+
+def test_graph_memory_without_a_capture(sim):
+    """Nothing captured: no private pool anywhere in a stack."""
+    from rmm_rs import graph
+
     pool = mr.PoolMemoryResource(mr.StatisticsResourceAdaptor(sim), initial_pool_size="1MiB")
     for r in (sim, pool):
         report = r.graph_memory()

@@ -288,6 +288,34 @@ def test_cupy_private_chunks_return_to_upstream_after_graph_deleted(tmp_path):
             del x
 
 
+def test_cupy_capture_status_and_capture_error(tmp_path):
+    """rmm_rs.graph sees CuPy's capture; an allocation on a stream whose
+    capture an illegal call invalidated is an rmm_rs.CaptureError naming
+    the stream (not a crash, not memory handed to a dead capture)."""
+    with cupy_over("pool", tmp_path) as (cp, mr):
+        s = cp.cuda.Stream(non_blocking=True)
+        assert rmm.graph.capture_status(s) == ("none", None)
+        with s:
+            s.begin_capture()
+            state, capture_id = rmm.graph.capture_status(s)
+            assert state == "active" and capture_id is not None
+            assert rmm.graph.is_capturing(s)
+            # Synchronising a capturing stream is illegal and invalidates it.
+            with pytest.raises(cp.cuda.runtime.CUDARuntimeError):
+                cp.cuda.runtime.streamSynchronize(s.ptr)
+            assert rmm.graph.capture_status(s).state == "invalidated"
+            with pytest.raises(rmm.CaptureError, match=f"stream {s.ptr:#x}") as e:
+                cp.empty(1024, dtype=cp.uint8)
+            assert isinstance(e.value, RuntimeError)
+            with pytest.raises(cp.cuda.runtime.CUDARuntimeError):
+                s.end_capture()
+        assert rmm.graph.capture_status(s).state == "none"
+        # The resource works on after the failed capture.
+        with s:
+            a = cp.full(1000, 3, dtype=cp.int32)
+            assert int(a.sum()) == 3000
+
+
 # --- PyTorch: one fresh interpreter for every kind ---------------------------
 
 
