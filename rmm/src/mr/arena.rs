@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::detail::arena_book::{ArenaBook, Freed, GlobalBook};
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::detail::live_set::{log_bad_free, BadFree, LiveMap};
 use super::detail::stream_ordered::StreamKey;
-use super::{check_base_alignment, MemoryResource, SharedResource};
+use super::{check_base_alignment, GraphMemoryStats, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{ensure_current, DeviceId};
 use crate::error::{Error, Result};
@@ -215,12 +216,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// ```
 pub struct ArenaMemoryResource<U: MemoryResource = SharedResource> {
     inner: Arc<ArenaInner<U>>,
+    /// The graph-private pools, in front of the arenas.
+    graph: Arc<GraphMemory>,
 }
 
 impl<U: MemoryResource> Clone for ArenaMemoryResource<U> {
     fn clone(&self) -> Self {
         ArenaMemoryResource {
             inner: self.inner.clone(),
+            graph: self.graph.clone(),
         }
     }
 }
@@ -308,6 +312,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                     None
                 },
             }),
+            graph: GraphMemory::new(),
         })
     }
 
@@ -699,6 +704,14 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
+        if !self.is_simulated() {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
         let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
             Some(s) if s <= self.inner.size => s,
             _ => return Err(self.out_of_memory(bytes)),
@@ -722,8 +735,14 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         }
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
         if ptr.is_null() {
+            return;
+        }
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
             return;
         }
         self.with_arena(stream, |arena| {
@@ -781,5 +800,33 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.host_accessible
+    }
+
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(self.graph.stats())
+    }
+}
+
+impl<U: MemoryResource> ChunkSource for ArenaMemoryResource<U> {
+    fn source_name(&self) -> &'static str {
+        "ArenaMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        // The side stream never captures: this takes the shared path.
+        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }

@@ -3,11 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::detail::live_set::LiveSet;
 use super::detail::quiesce_device;
 use super::detail::stream_cache::StreamCache;
 use super::{
-    check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, MemoryResource, SharedResource,
+    check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, GraphMemoryStats, MemoryResource,
+    SharedResource,
 };
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::DeviceId;
@@ -81,12 +83,15 @@ struct BinningInner<U> {
 /// ```
 pub struct BinningMemoryResource<U: MemoryResource = SharedResource> {
     inner: Arc<BinningInner<U>>,
+    /// The graph-private pools, in front of the caches, bins and upstream.
+    graph: Arc<GraphMemory>,
 }
 
 impl<U: MemoryResource> Clone for BinningMemoryResource<U> {
     fn clone(&self) -> Self {
         BinningMemoryResource {
             inner: self.inner.clone(),
+            graph: self.graph.clone(),
         }
     }
 }
@@ -118,6 +123,7 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
                 cache: StreamCache::new(Self::DEFAULT_CACHE_BUDGET),
                 annotate,
             }),
+            graph: GraphMemory::new(),
         }
     }
 
@@ -282,6 +288,14 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
+        if !self.is_simulated() {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
         let p = match self.route(bytes) {
             Some((i, bin)) if bin.made_here => {
                 let p = match self.inner.cache.take(stream, i, bin.size) {
@@ -303,6 +317,12 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
+            return;
+        }
         if ptr.is_null() || !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
             return;
         }
@@ -350,5 +370,33 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
 
     fn is_host_accessible(&self) -> bool {
         self.inner.upstream.is_host_accessible()
+    }
+
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(self.graph.stats())
+    }
+}
+
+impl<U: MemoryResource> ChunkSource for BinningMemoryResource<U> {
+    fn source_name(&self) -> &'static str {
+        "BinningMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        // The side stream never captures: this takes the shared path.
+        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }

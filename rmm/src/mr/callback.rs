@@ -3,7 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::MemoryResource;
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::{GraphMemoryStats, MemoryResource};
+use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::error::Result;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -38,6 +40,8 @@ pub type DeallocateCallback = dyn Fn(DevicePtr, usize, usize, CudaStreamView) + 
 #[derive(Clone)]
 pub struct CallbackMemoryResource {
     inner: Arc<Callbacks>,
+    /// The graph-private pools.
+    graph: Arc<GraphMemory>,
 }
 
 struct Callbacks {
@@ -72,6 +76,7 @@ impl CallbackMemoryResource {
                 host_accessible: host,
                 simulated: false,
             }),
+            graph: GraphMemory::new(),
         }
     }
 
@@ -97,9 +102,23 @@ impl fmt::Debug for CallbackMemoryResource {
 
 impl MemoryResource for CallbackMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        if !self.is_simulated() {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
         (self.inner.allocate)(bytes, alignment, stream)
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
+            return;
+        }
         (self.inner.deallocate)(ptr, bytes, alignment, stream)
     }
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -115,5 +134,32 @@ impl MemoryResource for CallbackMemoryResource {
     }
     fn is_simulated(&self) -> bool {
         self.inner.simulated
+    }
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(self.graph.stats())
+    }
+}
+
+impl ChunkSource for CallbackMemoryResource {
+    fn source_name(&self) -> &'static str {
+        "CallbackMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        // The side stream never captures: this takes the shared path.
+        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }

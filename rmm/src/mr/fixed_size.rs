@@ -124,6 +124,10 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
         (bytes <= self.block_size).then_some(self.block_size)
     }
 
+    fn graph_chunk_bytes(&self, bytes: usize) -> Option<usize> {
+        self.block_size(bytes)
+    }
+
     fn is_head(&self, _addr: u64) -> bool {
         true
     }

@@ -111,4 +111,4 @@ pub use system::SystemMemoryResource;
 pub use vm_pool::{VirtualPoolMemoryResource, VirtualPoolOptions};
 
 pub(crate) use detail::alignment::{check_base_alignment, check_pow2_alignment};
-pub use resource::{FreeBlockStats, MemoryResource, SharedResource};
+pub use resource::{FreeBlockStats, GraphMemoryStats, MemoryResource, SharedResource};

@@ -1,6 +1,9 @@
 //! [`PinnedHostMemoryResource`]: `cuMemHostAlloc` / `cuMemFreeHost`.
 
-use super::{check_base_alignment, MemoryResource};
+use std::sync::{Arc, OnceLock};
+
+use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
+use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
 use crate::driver;
 use crate::error::Result;
 use crate::ptr::DevicePtr;
@@ -51,6 +54,11 @@ use crate::stream::CudaStreamView;
 /// [`DeviceBuffer::to_host`]: crate::DeviceBuffer::to_host
 /// [`DeviceBuffer::copy_from_host`]: crate::DeviceBuffer::copy_from_host
 /// [`DeviceBuffer::try_clone_on`]: crate::DeviceBuffer::try_clone_on
+///
+/// On a capturing stream the memory comes from the capture's graph-private
+/// pool (chunks allocated in relaxed capture mode, so the capture stays
+/// valid) and stays reserved until the graph is destroyed; see
+/// [`MemoryResource::graph_memory`]. All instances share those pools.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PinnedHostMemoryResource {
     _private: (),
@@ -63,30 +71,75 @@ impl PinnedHostMemoryResource {
     }
 }
 
+/// The graph-private pools of every `PinnedHostMemoryResource`.
+fn graph() -> &'static Arc<GraphMemory> {
+    static GRAPH: OnceLock<Arc<GraphMemory>> = OnceLock::new();
+    of_kind(&GRAPH)
+}
+
+impl PinnedHostMemoryResource {
+    /// # Safety
+    /// `ptr` came from `cuMemHostAlloc` and nothing uses it any more.
+    unsafe fn deallocate_shared(ptr: DevicePtr) {
+        // SAFETY: the caller's contract.
+        if let Err(e) = unsafe { driver::mem_free_host(ptr) } {
+            log::error!("PinnedHostMemoryResource: cuMemFreeHost({ptr}) failed: {e}");
+        }
+    }
+}
+
 impl MemoryResource for PinnedHostMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<DevicePtr> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         check_base_alignment(alignment)?;
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
+        if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
+            return Ok(p);
+        }
         driver::mem_host_alloc(bytes)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, _bytes: usize, _alignment: usize, _stream: CudaStreamView) {
-        if ptr.is_null() {
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if ptr.is_null() || graph().deallocate(ptr, bytes, alignment, stream, || Arc::new(*self)) {
             return;
         }
-        // SAFETY: the caller guarantees `ptr` came from `allocate`.
-        if let Err(e) = unsafe { driver::mem_free_host(ptr) } {
-            log::error!("PinnedHostMemoryResource: cuMemFreeHost({ptr}) failed: {e}");
-        }
+        // SAFETY: the caller guarantees `ptr` came from `allocate`, and
+        // memory of the graph-private pools was taken above.
+        unsafe { Self::deallocate_shared(ptr) }
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
         other.downcast_ref::<PinnedHostMemoryResource>().is_some()
     }
 
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(graph().stats())
+    }
+
     fn is_host_accessible(&self) -> bool {
         true
+    }
+}
+
+impl ChunkSource for PinnedHostMemoryResource {
+    fn source_name(&self) -> &'static str {
+        "PinnedHostMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        driver::mem_host_alloc(bytes)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        _bytes: usize,
+        _alignment: usize,
+        _stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe { Self::deallocate_shared(ptr) }
+    }
+    fn handles(&self) -> usize {
+        usize::MAX
     }
 }

@@ -97,6 +97,48 @@ pub trait MemoryResource: Send + Sync + fmt::Debug + Any {
     fn free_block_stats(&self) -> Option<FreeBlockStats> {
         None
     }
+
+    /// The memory this resource keeps for CUDA graphs: its graph-private
+    /// pools (see [`crate::graph`]). Resources that keep free memory of
+    /// their own serve allocations on a capturing stream from such pools;
+    /// adaptors and [`SharedResource`] report their upstream's. The
+    /// default, `None`, means the resource keeps none (the driver pools of
+    /// [`CudaAsyncMemoryResource`](crate::mr::CudaAsyncMemoryResource)
+    /// hand graphs memory nodes the driver owns).
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        None
+    }
+}
+
+/// What a resource keeps for CUDA graphs, as reported by
+/// [`MemoryResource::graph_memory`].
+///
+/// Memory allocated during a capture belongs to that capture's graph pool
+/// (one per [`GraphPool`](crate::graph::GraphPool) and device): it stays
+/// reserved while a graph or executable graph captured into that pool
+/// exists, and goes back to the resource once none does and no block of it
+/// is live.
+///
+/// ```
+/// use rmm::mr::GraphMemoryStats;
+/// let s = GraphMemoryStats::default();
+/// assert_eq!((s.pools, s.reserved_bytes, s.live_bytes), (0, 0, 0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GraphMemoryStats {
+    /// Graph-private pools held.
+    pub pools: usize,
+    /// Bytes of chunks the pools hold.
+    pub reserved_bytes: usize,
+    /// Bytes of blocks handed out from them and not freed (rounded to 256).
+    pub live_bytes: usize,
+    /// Pools a graph or executable graph still uses.
+    pub graphs_alive: usize,
+    /// Frees of shared memory made on capturing streams, done once their
+    /// graphs are gone.
+    pub deferred_frees: usize,
+    /// Frees of graph memory refused (misuse, logged at error level).
+    pub bad_frees: usize,
 }
 
 /// Free memory held by a sub-allocator, as reported by
@@ -225,6 +267,9 @@ impl MemoryResource for SharedResource {
     }
     fn free_block_stats(&self) -> Option<FreeBlockStats> {
         self.0.free_block_stats()
+    }
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        self.0.graph_memory()
     }
 }
 

@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::AddrMap;
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::detail::headroom::{split, Split};
 use super::system::{pageable_access_device, HostAllocations};
-use super::{MemoryResource, SimulatedMemoryResource};
+use super::{GraphMemoryStats, MemoryResource, SimulatedMemoryResource};
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::device::{DeviceGuard, DeviceId};
 use crate::driver;
@@ -64,6 +65,8 @@ use crate::stream::CudaStreamView;
 #[derive(Debug, Clone)]
 pub struct SamHeadroomMemoryResource {
     inner: Arc<Inner>,
+    /// The graph-private pools.
+    graph: Arc<GraphMemory>,
 }
 
 #[derive(Debug)]
@@ -128,6 +131,7 @@ impl SamHeadroomMemoryResource {
                 device,
                 parts: Mutex::new(AddrMap::default()),
             }),
+            graph: GraphMemory::new(),
         }
     }
 
@@ -228,7 +232,15 @@ impl SamHeadroomMemoryResource {
 }
 
 impl MemoryResource for SamHeadroomMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<DevicePtr> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        if !self.is_simulated() {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
         let host = &self.inner.host;
         let p = host.allocate(bytes, alignment)?;
         if p.is_null() {
@@ -255,7 +267,13 @@ impl MemoryResource for SamHeadroomMemoryResource {
         }
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
+            return;
+        }
         let host = &self.inner.host;
         if !host.take(ptr, bytes) {
             return;
@@ -281,6 +299,34 @@ impl MemoryResource for SamHeadroomMemoryResource {
 
     fn is_simulated(&self) -> bool {
         matches!(self.inner.device, Device::Simulated(_))
+    }
+
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(self.graph.stats())
+    }
+}
+
+impl ChunkSource for SamHeadroomMemoryResource {
+    fn source_name(&self) -> &'static str {
+        "SamHeadroomMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        // The side stream never captures: this takes the shared path.
+        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }
 

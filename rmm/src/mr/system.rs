@@ -5,8 +5,9 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::detail::graph_memory::{ChunkSource, GraphMemory};
 use super::detail::live_set::LiveSet;
-use super::{check_base_alignment, MemoryResource};
+use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::device::DeviceId;
 use crate::driver;
@@ -60,6 +61,8 @@ use crate::stream::CudaStreamView;
 #[derive(Debug, Clone)]
 pub struct SystemMemoryResource {
     host: Arc<HostAllocations>,
+    /// The graph-private pools.
+    graph: Arc<GraphMemory>,
 }
 
 impl SystemMemoryResource {
@@ -82,6 +85,7 @@ impl SystemMemoryResource {
         let device = pageable_access_device("SystemMemoryResource")?;
         Ok(SystemMemoryResource {
             host: Arc::new(HostAllocations::new("SystemMemoryResource", Some(device))),
+            graph: GraphMemory::new(),
         })
     }
 
@@ -92,6 +96,7 @@ impl SystemMemoryResource {
     pub fn without_gpu() -> Self {
         SystemMemoryResource {
             host: Arc::new(HostAllocations::new("SystemMemoryResource", None)),
+            graph: GraphMemory::new(),
         }
     }
 
@@ -112,11 +117,25 @@ impl SystemMemoryResource {
 }
 
 impl MemoryResource for SystemMemoryResource {
-    fn allocate(&self, bytes: usize, alignment: usize, _stream: CudaStreamView) -> Result<DevicePtr> {
+    fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
+        if !self.is_simulated() {
+            if let Some(p) = self
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
         self.host.allocate(bytes, alignment)
     }
 
-    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, _alignment: usize, stream: CudaStreamView) {
+    unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
+        if self
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
+            return;
+        }
         if self.host.take(ptr, bytes) {
             self.host.free_taken(ptr, bytes, Some(stream));
         }
@@ -130,6 +149,10 @@ impl MemoryResource for SystemMemoryResource {
 
     fn is_host_accessible(&self) -> bool {
         true
+    }
+
+    fn graph_memory(&self) -> Option<GraphMemoryStats> {
+        Some(self.graph.stats())
     }
 
     fn is_simulated(&self) -> bool {
@@ -153,6 +176,30 @@ pub(crate) fn pageable_access_device(what: &str) -> Result<DeviceId> {
          a system with address translation services or HMM (e.g. Grace Hopper, or Linux \
          HMM with NVIDIA's open kernel modules)"
     )))
+}
+
+impl ChunkSource for SystemMemoryResource {
+    fn source_name(&self) -> &'static str {
+        "SystemMemoryResource"
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        // The side stream never captures: this takes the shared path.
+        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.host)
+    }
 }
 
 /// The host allocations behind [`SystemMemoryResource`] and

@@ -37,7 +37,7 @@
 /// state in an `Arc` field `inner` with its upstream in `inner.upstream`.
 ///
 /// - `forward_to_upstream!()`: `is_equal` (clones share `inner` and compare
-///   equal), accessibility, device, simulation status and free-block stats.
+///   equal), accessibility, device, simulation status, free-block stats and graph memory.
 /// - `forward_to_upstream!(deallocate)`: those, and `deallocate`, which
 ///   passes every free upstream as it is.
 /// - `forward_to_upstream!(deallocate around NAME)`: those, and
@@ -66,6 +66,9 @@ macro_rules! forward_to_upstream {
         }
         fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
             self.upstream().free_block_stats()
+        }
+        fn graph_memory(&self) -> Option<$crate::mr::GraphMemoryStats> {
+            self.upstream().graph_memory()
         }
     };
     (deallocate) => {

@@ -7,6 +7,7 @@ use super::lock;
 use crate::device::current_device;
 use crate::driver;
 use crate::error::{Error, Result};
+use crate::graph::capture_of;
 use crate::mr::{MemoryResource, SharedResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -22,6 +23,7 @@ const CUDA_ERROR_INVALID_VALUE: u32 = 1;
 /// managed access and for simulated upstreams, the driver's "invalid value"
 /// answer for memory that is not managed is ignored, and any other prefetch
 /// failure is logged at error level while the allocation still succeeds.
+/// No prefetch is issued on a capturing stream.
 /// Thread safe when the upstream is.
 ///
 /// ```no_run
@@ -95,7 +97,9 @@ impl<U: MemoryResource> PrefetchAdaptor<U> {
 impl<U: MemoryResource> MemoryResource for PrefetchAdaptor<U> {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         let p = self.inner.upstream.allocate(bytes, alignment, stream)?;
-        if !p.is_null() && !self.inner.upstream.is_simulated() {
+        // A prefetch is a hint: none is issued on a capturing stream (the
+        // driver may refuse it there and invalidate the capture).
+        if !p.is_null() && !self.inner.upstream.is_simulated() && matches!(capture_of(stream), Ok(None)) {
             if let Err(e) = self.prefetch(p, bytes, stream) {
                 log::error!("PrefetchAdaptor: prefetch of {p} ({bytes} bytes) failed: {e}");
             }

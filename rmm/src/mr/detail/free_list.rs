@@ -194,6 +194,12 @@ impl CoalescingFreeList {
             .copied()
     }
 
+    /// The size of the block a best-fit allocation of `size` bytes would
+    /// cut from, if any.
+    pub fn best_fit_size(&self, size: usize) -> Option<usize> {
+        self.best_fit(size).map(|(_, n)| n)
+    }
+
     fn unlink(&mut self, addr: u64, size: usize) {
         self.by_start.remove(&addr);
         self.by_end.remove(&(addr + size as u64));

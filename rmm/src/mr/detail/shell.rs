@@ -12,10 +12,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::graph_memory::{ChunkSource, GraphMemory};
 use super::stream_ordered::{Backing, StreamOrdered};
 use crate::device::DeviceId;
 use crate::error::Result;
-use crate::mr::{check_base_alignment, FreeBlockStats, MemoryResource};
+use crate::mr::{check_base_alignment, FreeBlockStats, GraphMemoryStats, MemoryResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -58,6 +59,8 @@ impl Props {
 struct Inner<B: Backing> {
     state: Mutex<StreamOrdered<B>>,
     props: Props,
+    /// The graph-private pools, in front of the shared lists.
+    graph: Arc<GraphMemory>,
 }
 
 impl<B: Backing> Drop for Inner<B> {
@@ -90,6 +93,7 @@ impl<B: Backing> StreamOrderedResource<B> {
             inner: Arc::new(Inner {
                 state: Mutex::new(core),
                 props,
+                graph: GraphMemory::new(),
             }),
         }
     }
@@ -110,26 +114,65 @@ impl<B: Backing> StreamOrderedResource<B> {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// [`MemoryResource::allocate`].
+    /// [`MemoryResource::allocate`]: on a capturing stream from the
+    /// capture's graph-private pool, else from the shared lists.
     pub fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         check_base_alignment(alignment)?;
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
+        if !self.props().simulated {
+            if let Some(p) = self
+                .inner
+                .graph
+                .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+            {
+                return Ok(p);
+            }
+        }
+        self.allocate_shared(bytes, stream, false)
+    }
+
+    /// An allocation from the shared lists; `no_device_sync` while serving
+    /// a graph-private pool.
+    fn allocate_shared(
+        &self,
+        bytes: usize,
+        stream: CudaStreamView,
+        no_device_sync: bool,
+    ) -> Result<DevicePtr> {
         let mut state = self.state();
         if let Some(e) = state.backing.refuse(bytes) {
             return Err(e);
         }
-        state.allocate_request(bytes, stream).map(DevicePtr::new)
+        state.set_no_device_sync(no_device_sync);
+        let result = state.allocate_request(bytes, stream).map(DevicePtr::new);
+        state.set_no_device_sync(false);
+        result
     }
 
     /// [`MemoryResource::deallocate`]: a free the core does not recognise
     /// is logged and ignored, so this is safe to call with any arguments.
+    /// Graph memory, and any free on a capturing stream, goes to the
+    /// graph-private pools.
     pub fn deallocate(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;
         }
+        let alignment = crate::align::CUDA_ALLOCATION_ALIGNMENT;
+        if self
+            .inner
+            .graph
+            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
+        {
+            return;
+        }
         self.state().deallocate_request(ptr.addr(), bytes, stream);
+    }
+
+    /// [`MemoryResource::graph_memory`].
+    pub fn graph_memory(&self) -> GraphMemoryStats {
+        self.inner.graph.stats()
     }
 
     /// Free bytes over all streams.
@@ -145,6 +188,30 @@ impl<B: Backing> StreamOrderedResource<B> {
     /// [`MemoryResource::free_block_stats`], as the backing reports it.
     pub fn free_block_stats(&self) -> Option<FreeBlockStats> {
         B::free_block_stats(self.state().lists())
+    }
+}
+
+impl<B: Backing> ChunkSource for StreamOrderedResource<B> {
+    fn source_name(&self) -> &'static str {
+        self.state().backing.name()
+    }
+    fn chunk_bytes(&self, bytes: usize) -> Option<usize> {
+        self.state().backing.graph_chunk_bytes(bytes)
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        self.allocate_shared(bytes, stream, true)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        _alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        self.state().deallocate_request(ptr.addr(), bytes, stream);
+    }
+    fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }
 
@@ -235,6 +302,10 @@ macro_rules! stream_ordered_memory_resource {
 
             fn free_block_stats(&self) -> Option<$crate::mr::FreeBlockStats> {
                 self.shell.free_block_stats()
+            }
+
+            fn graph_memory(&self) -> Option<$crate::mr::GraphMemoryStats> {
+                Some(self.shell.graph_memory())
             }
         }
     };

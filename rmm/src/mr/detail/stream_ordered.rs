@@ -74,6 +74,15 @@ pub(crate) trait Backing: Send + 'static {
     fn free_block_stats<'a>(_lists: impl Iterator<Item = &'a Self::List>) -> Option<FreeBlockStats> {
         None
     }
+    /// The chunk a graph-private pool takes for a request of `bytes`
+    /// ([`super::graph_memory`]); the default: 2 MiB for small requests,
+    /// else the request rounded up to 2 MiB, or just the block when that
+    /// exceeds what the resource serves.
+    fn graph_chunk_bytes(&self, bytes: usize) -> Option<usize> {
+        super::graph_memory::default_chunk_bytes(bytes)
+            .filter(|&c| c <= self.max_allocation())
+            .or_else(|| self.block_size(bytes))
+    }
 }
 
 /// A stream's identity: the handle, plus the thread for the per-thread
@@ -146,6 +155,10 @@ pub(crate) struct StreamOrdered<B: Backing> {
     bad_frees: usize,
     /// The NVTX heaps, while a tool takes annotations.
     annotations: Option<ChunkHeaps>,
+    /// Serving a graph-private pool's chunk while some stream may capture:
+    /// lists that would need a device synchronisation are skipped (the
+    /// backing grows instead).
+    no_device_sync: bool,
 }
 
 impl<B: Backing> StreamOrdered<B> {
@@ -160,7 +173,22 @@ impl<B: Backing> StreamOrdered<B> {
             live: Some(LiveMap::default()),
             bad_frees: 0,
             annotations: ChunkHeaps::for_resource(simulated),
+            no_device_sync: false,
         }
+    }
+
+    /// While `on`, allocations never synchronise the device: blocks of
+    /// other streams' lists that would need it are left alone and the
+    /// backing grows instead (a capture elsewhere may be under way, and a
+    /// device synchronisation would wait for the capturing stream).
+    pub fn set_no_device_sync(&mut self, on: bool) {
+        self.no_device_sync = on;
+    }
+
+    /// True when taking list `i`'s blocks would synchronise the device
+    /// while that is not allowed.
+    fn needs_forbidden_sync(&self, i: usize) -> bool {
+        self.no_device_sync && !self.simulated && self.lists[i].state == EventState::Dirty
     }
 
     /// Turns the check of frees against the live allocations off (`false`)
@@ -237,7 +265,7 @@ impl<B: Backing> StreamOrdered<B> {
         }
         // Another stream's block, without merging lists.
         for i in 0..self.lists.len() {
-            if i != own && self.lists[i].list.fits(size) {
+            if i != own && self.lists[i].list.fits(size) && !self.needs_forbidden_sync(i) {
                 self.make_safe_for(i, stream)?;
                 if let Some(a) = self.lists[i].list.take(size) {
                     return Ok(a);
@@ -246,7 +274,7 @@ impl<B: Backing> StreamOrdered<B> {
         }
         // Merge whole lists into this stream's, retrying after each.
         for i in 0..self.lists.len() {
-            if i == own || self.lists[i].list.is_empty() {
+            if i == own || self.lists[i].list.is_empty() || self.needs_forbidden_sync(i) {
                 continue;
             }
             self.make_safe_for(i, stream)?;
