@@ -51,10 +51,12 @@ def is_capturing(stream=DEFAULT_STREAM):
 def graph_memory(mr=None):
     """What ``mr`` (default: the current device's resource) keeps for CUDA
     graphs: a dict with ``pools`` (private pools alive), ``reserved_bytes``
-    (memory they hold), ``live_bytes`` (of that, handed out and not freed)
-    and ``graphs_alive`` (graphs and executables still using them); None
-    for resources without private pools (cuda_async's graph memory is the
-    driver's)."""
+    (memory they hold), ``live_bytes`` (of that, handed out and not freed),
+    ``graphs_alive`` (pools a graph or executable still uses),
+    ``deferred_frees`` (frees of shared memory made on a capturing stream,
+    done once the graph is gone) and ``bad_frees`` (frees of graph memory
+    refused as misuse); None for resources without private pools
+    (cuda_async's graph memory is the driver's)."""
     if mr is None:
         from rmm_rs.mr import get_current_device_resource
 

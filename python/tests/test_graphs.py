@@ -304,6 +304,37 @@ def test_cupy_capture_status_and_capture_error(tmp_path):
             assert int(a.sum()) == 3000
 
 
+def test_free_of_one_graphs_memory_during_another_capture_is_refused(tmp_path):
+    """Misuse (issue #34, item 6): memory a capture allocated, freed on a
+    stream that captures another graph, is refused (logged, counted in
+    ``bad_frees``) and stays with its graph; nothing raises through the
+    free and both captures end intact."""
+    with cupy_over("pool", tmp_path) as (cp, mr):
+        s1 = cp.cuda.Stream(non_blocking=True)
+        s2 = cp.cuda.Stream(non_blocking=True)
+        nbytes = 1 << 20
+        s1.begin_capture()
+        ptr = mr.allocate(nbytes, stream=rmm.Stream(s1))
+        g1 = s1.end_capture()
+        assert mr.graph_memory()["live_bytes"] >= nbytes
+        s2.begin_capture()
+        # The resources learn of a foreign capture at its first allocation
+        # (frees consult only what they learnt).
+        own = mr.allocate(256, stream=rmm.Stream(s2))
+        mr.deallocate(ptr, nbytes, stream=rmm.Stream(s2))
+        assert rmm.graph.capture_status(s2).state == "active"
+        mr.deallocate(own, 256, stream=rmm.Stream(s2))
+        g2 = s2.end_capture()
+        report = mr.graph_memory()
+        assert report["bad_frees"] == 1, report
+        assert report["live_bytes"] >= nbytes, report
+        g1.launch(s1)
+        g2.launch(s2)
+        s1.synchronize()
+        s2.synchronize()
+        del g1, g2
+
+
 # --- PyTorch: one fresh interpreter for every kind ---------------------------
 
 
