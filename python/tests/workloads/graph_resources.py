@@ -18,7 +18,8 @@ _LOG_NUMBER = itertools.count()
 ELEMENTS = 1 << 20
 
 #: Every resource kind the graph tests cover: the driver resources, the
-#: sub-allocators over cuMemAlloc, and adaptor stacks over a pool.
+#: sub-allocators over cuMemAlloc, a resource of Python callbacks (over
+#: cuMemAlloc), and adaptor stacks over a pool (prefetch: over managed).
 KINDS = [
     "cuda",
     "managed",
@@ -27,9 +28,12 @@ KINDS = [
     "arena",
     "binning",
     "fixed_size",
+    "callback",
     "statistics",
     "tracking",
     "logging",
+    "limiting",
+    "prefetch",
 ]
 
 #: The kinds whose allocations under capture become the driver's graph
@@ -57,7 +61,17 @@ def make(kind, log_dir=None):
         )
     if kind == "fixed_size":
         return rmm.mr.FixedSizeMemoryResource(cuda(), block_size="4MiB", blocks_to_preallocate=8)
+    if kind == "callback":
+        base = cuda()
+        return rmm.mr.CallbackMemoryResource(
+            lambda nbytes, stream: base.allocate(nbytes, stream),
+            lambda ptr, nbytes, stream: base.deallocate(ptr, nbytes, stream),
+        )
+    if kind == "prefetch":
+        return rmm.mr.PrefetchResourceAdaptor(rmm.mr.ManagedMemoryResource())
     pool = rmm.mr.PoolMemoryResource(cuda(), initial_pool_size="64MiB")
+    if kind == "limiting":
+        return rmm.mr.LimitingResourceAdaptor(pool, allocation_limit="1GiB")
     if kind == "statistics":
         return rmm.mr.StatisticsResourceAdaptor(pool)
     if kind == "tracking":
