@@ -282,15 +282,17 @@ def test_cupy_capture_status_and_capture_error(tmp_path):
     the stream (not a crash, not memory handed to a dead capture)."""
     with cupy_over("pool", tmp_path) as (cp, mr):
         s = cp.cuda.Stream(non_blocking=True)
+        other = cp.cuda.Stream(non_blocking=True)
         assert rmm.graph.capture_status(s) == ("none", None)
         with s:
-            s.begin_capture()
+            s.begin_capture(mode=cp.cuda.runtime.streamCaptureModeGlobal)
             state, capture_id = rmm.graph.capture_status(s)
             assert state == "active" and capture_id is not None
             assert rmm.graph.is_capturing(s)
-            # Synchronising a capturing stream is illegal and invalidates it.
+            # In global mode, synchronising another stream is illegal and
+            # invalidates the capture (measured on the H200, 2026-12-02).
             with pytest.raises(cp.cuda.runtime.CUDARuntimeError):
-                cp.cuda.runtime.streamSynchronize(s.ptr)
+                cp.cuda.runtime.streamSynchronize(other.ptr)
             assert rmm.graph.capture_status(s).state == "invalidated"
             with pytest.raises(rmm.CaptureError, match=f"stream {s.ptr:#x}") as e:
                 cp.empty(1024, dtype=cp.uint8)
