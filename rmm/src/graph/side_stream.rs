@@ -40,3 +40,24 @@ pub(crate) fn side_stream(device: Option<DeviceId>) -> Result<CudaStreamView<'st
     // A racing thread may have set it first: its stream is kept, ours drops.
     Ok(slot.get_or_init(|| made).view())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::CaptureStatus;
+
+    #[test]
+    fn each_device_has_one_side_stream_that_is_not_capturing() {
+        crate::require_gpu!();
+        let a = side_stream(None).unwrap();
+        let b = side_stream(Some(device::current_device().unwrap())).unwrap();
+        assert_eq!(a, b);
+        assert!(!a.is_default() && !a.is_per_thread_default());
+        assert_eq!(a.capture_status().unwrap(), CaptureStatus::None);
+        let count = device::device_count() as i32;
+        assert!(matches!(
+            side_stream(Some(DeviceId(count))),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}

@@ -101,6 +101,25 @@ impl Drop for OwnedPool {
 /// resource belongs to the device current at construction: using it while
 /// another device is current is reported as [`Error::Logic`].
 ///
+/// # Under graph capture
+/// On a capturing stream (see [`crate::graph`]) `allocate` and `deallocate`
+/// become the driver's graph memory nodes (`cuMemAllocAsync` /
+/// `cuMemFreeAsync` captured): the graph owns that memory, and rmm keeps
+/// no bookkeeping of it. What the driver does with it (measured on the
+/// H200, 2026-12-02, and tested in `rmm/tests/graph.rs`):
+///
+/// | Memory allocated during the capture | What happens |
+/// |---|---|
+/// | freed during the same capture | an allocation and a free node: the graph replays any number of times; the memory is the graph's between launches |
+/// | not freed in the graph, freed after a launch (outside the graph, in stream order) | fine; the next launch allocates it again (at the same address) |
+/// | not freed, freed *before* the first launch | the driver refuses the free (`CUDA_ERROR_INVALID_VALUE`, logged): the memory does not exist yet |
+/// | not freed, launched again | works: rmm instantiates with `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`, so each launch first frees what the previous one left (read it before the next launch) |
+///
+/// The memory is valid in the launch's stream order, from the allocation
+/// node to the free (or the next launch), at the address the capture
+/// returned. Destroying the graph and its executables gives the memory back
+/// to the pool.
+///
 /// ```no_run
 /// use rmm::mr::{CudaAsyncMemoryResource, CudaAsyncOptions, MemoryResource};
 /// let mr = CudaAsyncMemoryResource::with_options(CudaAsyncOptions::default().initial_pool_size(1 << 28))?;
@@ -236,7 +255,8 @@ impl MemoryResource for CudaAsyncMemoryResource {
 
 /// Stream-ordered allocation from an existing driver pool that this resource
 /// does not own (e.g. the device's default pool, or another library's pool).
-/// Equal to any resource over the same pool.
+/// Equal to any resource over the same pool. Under graph capture it behaves
+/// as [`CudaAsyncMemoryResource`]'s section "Under graph capture" says.
 #[derive(Debug, Clone)]
 pub struct CudaAsyncViewMemoryResource {
     pool: PoolHandle,

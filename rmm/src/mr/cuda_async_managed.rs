@@ -23,7 +23,11 @@ use crate::stream::CudaStreamView;
 /// never destroyed. Using the resource while another device is current is
 /// reported as [`Error::Logic`](crate::Error::Logic).
 ///
+/// Under graph capture it behaves as [`CudaAsyncMemoryResource`]'s
+/// section "Under graph capture" says: the driver's graph memory nodes.
+///
 /// [`ManagedMemoryResource`]: super::ManagedMemoryResource
+/// [`CudaAsyncMemoryResource`]: super::CudaAsyncMemoryResource
 ///
 /// ```no_run
 /// use rmm::mr::{CudaAsyncManagedMemoryResource, MemoryResource};
