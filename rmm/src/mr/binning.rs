@@ -170,11 +170,14 @@ impl<U: MemoryResource + Clone> BinningMemoryResource<U> {
         let (resource, made_here) = match resource {
             Some(r) => (r, false),
             None => (
-                SharedResource::new(FixedSizeMemoryResource::new(
-                    inner.upstream.clone(),
-                    // Trusted: every free is checked here first.
-                    FixedSizeOptions::default().block_size(size).unchecked_frees(true),
-                )?),
+                SharedResource::new(
+                    FixedSizeMemoryResource::new(
+                        inner.upstream.clone(),
+                        // Trusted: every free is checked here first.
+                        FixedSizeOptions::default().block_size(size).unchecked_frees(true),
+                    )?
+                    .behind_graph_memory(),
+                ),
                 true,
             ),
         };

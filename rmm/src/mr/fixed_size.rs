@@ -249,6 +249,13 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
         self.shell.state().backing.block_size
     }
 
+    /// This resource as a bin of a binning resource, which keeps the graph
+    /// memory in front of it (see `StreamOrderedResource::set_behind_graph_memory`).
+    pub(crate) fn behind_graph_memory(mut self) -> Self {
+        self.shell.set_behind_graph_memory();
+        self
+    }
+
     /// Bytes held from the upstream.
     pub fn pool_size(&self) -> usize {
         let s = self.shell.state();

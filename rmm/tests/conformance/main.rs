@@ -16,5 +16,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod graph_memory;
 mod resources;
 mod suballocators;

@@ -30,10 +30,20 @@
 //!   another pool is logged and counted as a bad free, and the block stays.
 //!
 //! The no-capture cost: an allocation pays [`capture_of`]; a free pays the
-//! registry's one atomic load and one more atomic load of the pool count.
+//! registry's one atomic load and one more of the pool count. While pools
+//! exist, a free outside the address range of their chunks pays two more
+//! atomic loads; only a free inside it takes the graph memory's lock.
+//!
+//! # Locks
+//! One mutex per graph memory (`state`), taken before the resource's own
+//! locks (a chunk source's calls run under it) and before the capture
+//! registry's (attaching a lifetime); never taken under a resource lock.
+//! A resource's own `deallocate`, called back from a chunk source on the
+//! same thread, takes its shared path without this lock (`IN_SOURCE`).
+//! The reaper's list lock is a leaf.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -138,10 +148,15 @@ struct State {
 }
 
 /// The graph-private pools of one resource (see the module docs).
-#[derive(Default)]
 pub(crate) struct GraphMemory {
     /// Pools held: the free path's fast check.
     pools: AtomicUsize,
+    /// The lowest chunk address held since pools were last all gone
+    /// (`u64::MAX`: none): frees below it take no lock.
+    lowest: AtomicU64,
+    /// The end of the highest chunk held since then: frees from it on
+    /// take no lock.
+    highest: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -150,6 +165,17 @@ impl std::fmt::Debug for GraphMemory {
         f.debug_struct("GraphMemory")
             .field("pools", &self.pools.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+impl Default for GraphMemory {
+    fn default() -> Self {
+        GraphMemory {
+            pools: AtomicUsize::new(0),
+            lowest: AtomicU64::new(u64::MAX),
+            highest: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+        }
     }
 }
 
@@ -234,6 +260,9 @@ impl GraphMemory {
             )));
         }
         st.chunks.insert(chunk.addr(), (key, chunk_bytes));
+        self.lowest.fetch_min(chunk.addr(), Ordering::AcqRel);
+        self.highest
+            .fetch_max(chunk.addr() + chunk_bytes as u64, Ordering::AcqRel);
         log::debug!(
             "{}: graph-private pool {:?} took a {chunk_bytes}-byte chunk at {chunk} during capture {}",
             source.source_name(),
@@ -293,7 +322,16 @@ impl GraphMemory {
             return false;
         }
         let capture = registered_capture_of(stream);
-        if capture.is_none() && self.pools.load(Ordering::Acquire) == 0 || IN_SOURCE.with(|c| c.get()) {
+        if capture.is_none() {
+            let addr = ptr.addr();
+            if self.pools.load(Ordering::Acquire) == 0
+                || addr < self.lowest.load(Ordering::Acquire)
+                || addr >= self.highest.load(Ordering::Acquire)
+            {
+                return false;
+            }
+        }
+        if IN_SOURCE.with(|c| c.get()) {
             return false;
         }
         let mut st = self.lock();
@@ -440,6 +478,8 @@ impl GraphMemory {
         }
         if st.pools.is_empty() {
             st.orphan_logged = false;
+            self.lowest.store(u64::MAX, Ordering::Release);
+            self.highest.store(0, Ordering::Release);
             st.source.take()
         } else {
             None

@@ -61,6 +61,9 @@ struct Inner<B: Backing> {
     props: Props,
     /// The graph-private pools, in front of the shared lists.
     graph: Arc<GraphMemory>,
+    /// Only ever called by a resource with graph memory of its own in
+    /// front (a binning resource's own bins): capture is not looked for.
+    behind_graph_memory: bool,
 }
 
 impl<B: Backing> Drop for Inner<B> {
@@ -94,7 +97,22 @@ impl<B: Backing> StreamOrderedResource<B> {
                 state: Mutex::new(core),
                 props,
                 graph: GraphMemory::new(),
+                behind_graph_memory: false,
             }),
+        }
+    }
+
+    /// Marks a resource no clone of which exists yet as used only behind
+    /// another resource's graph memory, which never passes it a capturing
+    /// stream: its allocations do not look for a capture (one driver query
+    /// less per call). False (and no change) when it was cloned already.
+    pub fn set_behind_graph_memory(&mut self) -> bool {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.behind_graph_memory = true;
+                true
+            }
+            None => false,
         }
     }
 
@@ -121,7 +139,7 @@ impl<B: Backing> StreamOrderedResource<B> {
         if bytes == 0 {
             return Ok(DevicePtr::NULL);
         }
-        if !self.props().simulated {
+        if !self.props().simulated && !self.inner.behind_graph_memory {
             if let Some(p) = self
                 .inner
                 .graph
