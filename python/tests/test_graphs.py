@@ -412,5 +412,6 @@ def test_torch_graph_memory_released_after_graphs_deleted(torch_results, kind):
     its tensors are deleted."""
     got = torch_result(torch_results, kind, "released")
     assert got["right"] and got["reused_inside"], got
-    assert got["pools_while_alive"] >= 1, got
-    assert got["pools_after"] == 0 and got["reserved_after"] == 0, got
+    assert got["pools_while_alive"] >= got["pools_before"] + 1, got
+    assert got["pools_after"] == got["pools_before"], got
+    assert got["reserved_after"] == got["reserved_before"], got

@@ -89,16 +89,16 @@ def graph_memory(mr):
     return None if method is None else method()
 
 
-def wait_graph_memory_released(mr, timeout=5.0):
-    """Polls ``mr.graph_memory()`` until no private pool is left (the
-    driver destroys a graph's user objects asynchronously, within
-    milliseconds of the graph and its executable); returns the last
+def wait_graph_memory_released(mr, timeout=5.0, pools=0):
+    """Polls ``mr.graph_memory()`` until at most ``pools`` private pools
+    are left (the driver destroys a graph's user objects asynchronously,
+    within milliseconds of the graph and its executable); returns the last
     report."""
     import time
 
     deadline = time.monotonic() + timeout
     report = graph_memory(mr)
-    while report is not None and report["pools"] > 0 and time.monotonic() < deadline:
+    while report is not None and report["pools"] > pools and time.monotonic() < deadline:
         time.sleep(0.01)
         report = graph_memory(mr)
     return report

@@ -117,6 +117,10 @@ def released(kind, log_dir, keep):
     mr = gr.make(kind, log_dir)
     keep.append(mr)
     rmm.mr.set_current_device_resource(mr)
+    # cuda and managed keep one graph memory per process: what earlier
+    # scenarios left (PyTorch may cache a workspace made during a capture)
+    # is the baseline.
+    before = gr.wait_graph_memory_released(mr, timeout=1.0)
     x = torch.ones(gr.ELEMENTS, device="cuda")
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
@@ -131,8 +135,10 @@ def released(kind, log_dir, keep):
     reused = y.data_ptr() == t_ptr
     del g, y, x
     settle()
-    after = gr.wait_graph_memory_released(mr)
+    after = gr.wait_graph_memory_released(mr, pools=0 if before is None else before["pools"])
     return {
+        "pools_before": None if before is None else before["pools"],
+        "reserved_before": None if before is None else before["reserved_bytes"],
         "right": right,
         "reused_inside": reused,
         "pools_while_alive": None if alive is None else alive["pools"],
