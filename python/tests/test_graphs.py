@@ -415,3 +415,14 @@ def test_torch_graph_memory_released_after_graphs_deleted(torch_results, kind):
     assert got["pools_while_alive"] >= got["pools_before"] + 1, got
     assert got["pools_after"] == got["pools_before"], got
     assert got["reserved_after"] == got["reserved_before"], got
+
+
+def test_torch_allocation_failure_in_capture_is_an_error(torch_results):
+    """An allocation the resource refuses during ``torch.cuda.graph`` comes
+    out as PyTorch's RuntimeError with rmm_rs's message (the hook throws a
+    C++ exception, never a Rust panic or a null pointer), and CUDA work goes
+    on after the failed capture."""
+    row = torch_results.get("failure_in_capture")
+    assert row is not None and "error" not in row, row
+    assert row["raised"] is not None and "out_of_memory" in row["raised"], row
+    assert row["after"] == 2000.0, row

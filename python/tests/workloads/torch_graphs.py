@@ -171,12 +171,40 @@ def run_kind(kind, log_dir, keep):
     return row
 
 
+def failure_in_capture(keep):
+    """An allocation that fails during ``torch.cuda.graph`` (over a
+    limiting adaptor): PyTorch raises the hook's error as a RuntimeError,
+    the capture ends, and the process goes on."""
+    mr = rmm.mr.LimitingResourceAdaptor(gr.make("pool"), allocation_limit="64MiB")
+    keep.append(mr)
+    rmm.mr.set_current_device_resource(mr)
+    x = torch.ones(1000, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    raised = None
+    try:
+        with torch.cuda.graph(g):
+            torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    except Exception as e:  # RuntimeError from PyTorch (or the capture's end)
+        raised = f"{type(e).__name__}: {e}"
+    del g
+    torch.cuda.synchronize()
+    after = float((x * 2).sum())
+    del x
+    settle()
+    return {"kind": "failure_in_capture", "raised": raised, "after": after}
+
+
 def main(kinds=None):
     torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
     log_dir = tempfile.mkdtemp(prefix="rmm-torch-graphs-")
     keep = []
     for kind in kinds or gr.KINDS:
         print(json.dumps(run_kind(kind, log_dir, keep)), flush=True)
+    try:
+        row = failure_in_capture(keep)
+    except Exception:
+        row = {"kind": "failure_in_capture", "error": traceback.format_exc()}
+    print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
