@@ -46,7 +46,8 @@ fn read(ptr: DevicePtr, bytes: usize, stream: CudaStreamView<'_>) -> Vec<u8> {
 fn capture_status_is_none_then_active_with_the_capture_id_then_none() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
+    let other = CudaStream::non_blocking().unwrap();
     assert_eq!(s.view().capture_status().unwrap(), CaptureStatus::None);
     let capture = begin_capture(s.view(), CaptureMode::Global).unwrap();
     assert_eq!(capture.stream(), s.view());
@@ -54,7 +55,6 @@ fn capture_status_is_none_then_active_with_the_capture_id_then_none() {
         s.view().capture_status().unwrap(),
         CaptureStatus::Active { id: capture.id() }
     );
-    let other = CudaStream::new().unwrap();
     assert_eq!(other.view().capture_status().unwrap(), CaptureStatus::None);
     let graph = capture.end().unwrap();
     assert_eq!(graph.node_count().unwrap(), 0);
@@ -96,7 +96,7 @@ fn the_legacy_default_stream_is_refused_and_the_per_thread_stream_captures() {
 fn a_captured_memset_and_copy_replay_on_changing_input() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let mut input = DeviceBuffer::new(N, s.view()).unwrap();
     let output = DeviceBuffer::new(2 * N, s.view()).unwrap();
     let capture = begin_capture(s.view(), CaptureMode::Global).unwrap();
@@ -129,7 +129,7 @@ fn a_captured_memset_and_copy_replay_on_changing_input() {
 fn a_dropped_capture_ends_and_leaves_the_stream_usable() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let mut buf = DeviceBuffer::new(N, s.view()).unwrap();
     buf.copy_from_host(&[1u8; N], s.view()).unwrap();
     {
@@ -153,8 +153,8 @@ fn a_dropped_capture_ends_and_leaves_the_stream_usable() {
 fn an_invalidated_capture_reports_a_capture_error_and_the_stream_recovers() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
-    let s = CudaStream::new().unwrap();
-    let other = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
+    let other = CudaStream::non_blocking().unwrap();
     let capture = begin_capture(s.view(), CaptureMode::Global).unwrap();
     // Synchronising another stream while capturing is illegal in global
     // mode and invalidates the capture.
@@ -193,7 +193,7 @@ fn an_invalidated_capture_reports_a_capture_error_and_the_stream_recovers() {
 fn a_second_capture_on_a_capturing_stream_is_refused() {
     rmm_testing::require_gpu!();
     let _mode = thread_local_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let capture = begin_capture(s.view(), CaptureMode::Relaxed).unwrap();
     let e = begin_capture(s.view(), CaptureMode::Relaxed).unwrap_err();
     assert!(
@@ -212,7 +212,7 @@ fn a_second_capture_on_a_capturing_stream_is_refused() {
 fn a_launch_on_a_stream_of_another_device_is_refused() {
     rmm_testing::require_gpus!(2);
     let _mode = thread_local_captures();
-    let s0 = CudaStream::new().unwrap();
+    let s0 = CudaStream::non_blocking().unwrap();
     let mut buf = DeviceBuffer::new(N, s0.view()).unwrap();
     buf.copy_from_host(&[0u8; N], s0.view()).unwrap();
     let capture = begin_capture(s0.view(), CaptureMode::ThreadLocal).unwrap();
@@ -221,7 +221,7 @@ fn a_launch_on_a_stream_of_another_device_is_refused() {
     let exec = capture.end().unwrap().instantiate().unwrap();
     let s1 = {
         let _g = DeviceGuard::new(DeviceId(1)).unwrap();
-        CudaStream::new().unwrap()
+        CudaStream::non_blocking().unwrap()
     };
     // SAFETY: as above.
     let e = unsafe { exec.launch(s1.view()) }.unwrap_err();
@@ -247,7 +247,7 @@ fn a_launch_on_a_stream_of_another_device_is_refused() {
 fn exec_policy_capture_with_cuda_async_scratch_replays_on_changing_input() {
     rmm_testing::require_gpu!();
     let _mode = global_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     let policy = ExecPolicy::new(s.view(), mr.clone());
     let mut input = DeviceBuffer::new(N, s.view()).unwrap();
@@ -283,7 +283,7 @@ fn exec_policy_capture_with_cuda_async_scratch_replays_on_changing_input() {
 fn cuda_async_memory_kept_outside_the_graph_is_valid_after_a_launch_and_freed_after_it() {
     rmm_testing::require_gpu!();
     let _mode = thread_local_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
     // Allocated in the graph, not freed there: the graph's allocation node
@@ -317,7 +317,7 @@ fn cuda_async_memory_kept_outside_the_graph_is_valid_after_a_launch_and_freed_af
 fn cuda_async_memory_freed_inside_the_graph_replays_any_number_of_times() {
     rmm_testing::require_gpu!();
     let _mode = thread_local_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let mr = CudaAsyncMemoryResource::new().unwrap();
     let output = DeviceBuffer::new(N, s.view()).unwrap();
     let capture = begin_capture_in(s.view(), CaptureMode::ThreadLocal, &GraphPool::new()).unwrap();
@@ -351,7 +351,7 @@ fn cuda_async_managed_memory_freed_inside_the_graph_replays() {
         Err(Error::Logic(why)) => return rmm_testing::report_skip("cuda_async_managed graph", &why),
         Err(e) => panic!("{e}"),
     };
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let output = DeviceBuffer::new(N, s.view()).unwrap();
     let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
     let tmp = match mr.allocate(N, 256, capture.stream()) {
@@ -386,7 +386,7 @@ fn cuda_async_managed_memory_freed_inside_the_graph_replays() {
 fn executables_launch_from_several_threads() {
     rmm_testing::require_gpu!();
     let _mode = thread_local_captures();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let buf = DeviceBuffer::new(N, s.view()).unwrap();
     let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
     // SAFETY: `buf` outlives every launch (the threads join first).
@@ -395,7 +395,7 @@ fn executables_launch_from_several_threads() {
     std::thread::scope(|scope| {
         for _ in 0..4 {
             scope.spawn(|| {
-                let mine = CudaStream::new().unwrap();
+                let mine = CudaStream::non_blocking().unwrap();
                 for _ in 0..25 {
                     // SAFETY: as above.
                     unsafe { exec.launch(mine.view()) }.unwrap();

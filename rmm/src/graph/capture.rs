@@ -46,6 +46,11 @@ pub fn begin_capture(stream: CudaStreamView<'_>, mode: CaptureMode) -> Result<Ca
 /// come from `pool`'s private pools; registers it so that every resource
 /// sees it.
 ///
+/// Use a non-blocking stream ([`CudaStream::non_blocking`](crate::CudaStream::non_blocking)):
+/// while a stream that synchronises with the legacy default stream
+/// captures, legacy-default-stream work anywhere in the process fails
+/// (`CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`) and invalidates the capture.
+///
 /// # Errors
 /// [`Error::Capture`] for the legacy default stream (which cannot be
 /// captured; the per-thread default stream can), a stream already
@@ -53,7 +58,7 @@ pub fn begin_capture(stream: CudaStreamView<'_>, mode: CaptureMode) -> Result<Ca
 ///
 /// ```no_run
 /// use rmm::graph::{begin_capture_in, CaptureMode, GraphPool};
-/// let s = rmm::CudaStream::new()?;
+/// let s = rmm::CudaStream::non_blocking()?;
 /// let shared = GraphPool::new();
 /// // Two graphs that never run at the same time may share memory.
 /// let a = begin_capture_in(s.view(), CaptureMode::Global, &shared)?.end()?;

@@ -161,7 +161,7 @@ mod tests {
     fn the_lifetime_ends_after_the_graph_and_its_executable_are_destroyed() {
         crate::require_gpu!();
         use crate::graph::{begin_capture, CaptureMode};
-        let s = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
         let buf = crate::DeviceBuffer::new(4096, s.view()).unwrap();
         let lifetime = GraphLifetime::new();
         let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
@@ -193,7 +193,7 @@ mod tests {
     fn an_abandoned_capture_ends_its_lifetime() {
         crate::require_gpu!();
         use crate::graph::{begin_capture, CaptureMode};
-        let s = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
         let lifetime = GraphLifetime::new();
         let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
         let active = crate::graph::capture_of(s.view()).unwrap().unwrap();

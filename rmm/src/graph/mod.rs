@@ -23,7 +23,7 @@
 //! ```no_run
 //! use rmm::graph::{begin_capture, CaptureMode};
 //! use rmm::{CudaStream, DeviceBuffer};
-//! let s = CudaStream::new()?;
+//! let s = CudaStream::non_blocking()?;
 //! let mut input = DeviceBuffer::new(1024, s.view())?;
 //! let output = DeviceBuffer::new(2048, s.view())?;
 //! let capture = begin_capture(s.view(), CaptureMode::Global)?;
@@ -65,6 +65,14 @@
 //! # Rules of capture (measured on the H200, 2026-12-02)
 //! * The legacy default stream cannot be captured; the per-thread default
 //!   stream can.
+//! * **Capture on a non-blocking stream** ([`CudaStream::non_blocking`](crate::CudaStream::non_blocking)).
+//!   A stream that synchronises with the legacy default stream
+//!   ([`CudaStream::new`](crate::CudaStream::new), the per-thread default
+//!   stream) is caught by work on the legacy default stream from *any*
+//!   thread of the process while it captures: that work fails with
+//!   `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and the capture is invalidated
+//!   (seen on the H200, 2026-12-02, with rmm's unit tests running beside
+//!   a capture).
 //! * In global and thread-local mode, synchronous calls (`cuMemAlloc`,
 //!   `cuMemFree`, `cuMemHostAlloc`, synchronising another stream) fail and
 //!   invalidate the capture; the capture then ends with [`Error::Capture`](crate::Error::Capture).

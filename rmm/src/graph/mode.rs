@@ -78,7 +78,7 @@ impl CudaStreamView<'_> {
     ///
     /// ```no_run
     /// use rmm::graph::{begin_capture, CaptureMode, CaptureStatus};
-    /// let s = rmm::CudaStream::new()?;
+    /// let s = rmm::CudaStream::non_blocking()?;
     /// assert_eq!(s.view().capture_status()?, CaptureStatus::None);
     /// let capture = begin_capture(s.view(), CaptureMode::Global)?;
     /// assert!(matches!(s.view().capture_status()?, CaptureStatus::Active { .. }));

@@ -19,7 +19,7 @@ impl ExecPolicy {
     ///
     /// ```no_run
     /// use rmm::exec_policy::ExecPolicy;
-    /// let s = rmm::CudaStream::new()?;
+    /// let s = rmm::CudaStream::non_blocking()?;
     /// let policy = ExecPolicy::on_stream(s.view());
     /// let out = rmm::DeviceBuffer::new(1 << 20, s.view())?;
     /// let exec = policy.capture(|p| {

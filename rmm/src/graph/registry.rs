@@ -452,6 +452,118 @@ mod tests {
         assert_eq!(r.of_stream(0x10).unwrap().id, 8);
     }
 
+    mod model {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            /// A capture begun through rmm on stream `s` (ids are fresh).
+            Begin(usize),
+            /// Capture `id` ended through rmm.
+            End(u64),
+            /// The driver's answer for stream `s`: none, invalidated, or
+            /// capture `id` (0..8: foreign captures, joined or not).
+            Observe(usize, Option<Option<u64>>),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                1 => (0usize..4).prop_map(Op::Begin),
+                1 => (0u64..8).prop_map(Op::End),
+                1 => (100u64..104).prop_map(Op::End),
+                4 => (0usize..4, proptest::option::of(proptest::option::of(0u64..8)))
+                    .prop_map(|(s, st)| Op::Observe(s, st)),
+            ]
+        }
+
+        /// What must hold after every operation.
+        fn check_invariants(r: &Registry) {
+            assert_eq!(r.stream_count(), r.streams.len());
+            for (stream, id) in &r.streams {
+                assert!(
+                    r.captures.contains_key(id),
+                    "stream {stream:#x} names a missing capture {id}"
+                );
+            }
+            for (id, record) in &r.captures {
+                if !record.begun_by_rmm {
+                    assert!(
+                        r.streams.values().any(|c| c == id),
+                        "adopted capture {id} without a stream"
+                    );
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            /// Random begins, ends and driver answers: the maps stay
+            /// consistent, a capture keeps its pool while it is registered,
+            /// and each operation has its documented effect.
+            #[test]
+            fn the_registry_keeps_pools_stable_and_drops_stale_entries(ops in proptest::collection::vec(op(), 1..200)) {
+                let mut r = Registry::new();
+                let mut next_id = 100u64;
+                let mut next_pool = 1u64;
+                for op in ops {
+                    match op {
+                        Op::Begin(stream) => {
+                            let id = next_id;
+                            next_id += 1;
+                            next_pool += 1;
+                            r.begin(stream, id, GraphPoolId(next_pool), graph(0x1000 + id as usize), DeviceId(0));
+                            let c = r.of_stream(stream).unwrap();
+                            prop_assert_eq!((c.id, c.pool), (id, GraphPoolId(next_pool)));
+                        }
+                        Op::End(id) => {
+                            r.end(id);
+                            prop_assert!(!r.captures.contains_key(&id));
+                            prop_assert!(r.streams.values().all(|&c| c != id));
+                        }
+                        Op::Observe(stream, answer) => {
+                            let before_streams = r.streams.clone();
+                            let before_captures = r.captures.clone();
+                            let state = match answer {
+                                None => CaptureState::None,
+                                Some(None) => CaptureState::Invalidated,
+                                Some(Some(id)) => active(id, 0x2000 + id as usize),
+                            };
+                            let got = r.observe(stream, state, None, || {
+                                next_pool += 1;
+                                GraphPoolId(next_pool)
+                            });
+                            match state {
+                                CaptureState::None => {
+                                    prop_assert!(got.is_none());
+                                    prop_assert!(!r.streams.contains_key(&stream));
+                                }
+                                CaptureState::Invalidated => {
+                                    prop_assert!(got.is_none());
+                                    prop_assert_eq!(&r.streams, &before_streams);
+                                    prop_assert_eq!(&r.captures, &before_captures);
+                                }
+                                CaptureState::Active { id, .. } => {
+                                    let c = got.unwrap();
+                                    prop_assert_eq!(c.id, id);
+                                    prop_assert_eq!(r.streams.get(&stream), Some(&id));
+                                    if let Some(known) = before_captures.get(&id) {
+                                        prop_assert_eq!(c.pool, known.pool, "a registered capture keeps its pool");
+                                    } else {
+                                        prop_assert_eq!(c.pool, GraphPoolId(next_pool), "an adopted capture gets a fresh pool");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    check_invariants(&r);
+                }
+            }
+        }
+    }
+
     /// Tests that change or depend on the process-wide detection.
     static DETECTION: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -463,8 +575,8 @@ mod tests {
     fn an_rmm_capture_and_its_joined_stream_share_one_pool_on_the_gpu() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let buf = crate::DeviceBuffer::new(8192, s.view()).unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let found = capture_of(s.view()).unwrap().unwrap();
@@ -503,8 +615,8 @@ mod tests {
     fn a_capture_begun_outside_rmm_is_adopted_and_dropped_when_it_ends() {
         crate::require_gpu!();
         let _d = detection_lock();
-        let s = crate::CudaStream::new().unwrap();
-        let unseen = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let unseen = crate::CudaStream::non_blocking().unwrap();
         for stream in [&s, &unseen] {
             // SAFETY: both streams are live; each capture is ended below.
             unsafe { driver::stream_begin_capture(stream.view().handle(), StreamCaptureMode::ThreadLocal) }
@@ -537,8 +649,8 @@ mod tests {
     #[test]
     fn an_invalidated_capture_is_a_capture_error() {
         crate::require_gpu!();
-        let s = crate::CudaStream::new().unwrap();
-        let other = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
+        let other = crate::CudaStream::non_blocking().unwrap();
         let capture = crate::graph::begin_capture(s.view(), crate::graph::CaptureMode::ThreadLocal).unwrap();
         let registered = registered_capture_of(s.view()).unwrap();
         // Synchronising another stream on the capturing thread is illegal in

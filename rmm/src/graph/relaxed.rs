@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn relaxed_mode_lets_this_thread_allocate_while_it_captures() {
         crate::require_gpu!();
-        let s = crate::CudaStream::new().unwrap();
+        let s = crate::CudaStream::non_blocking().unwrap();
         let capture = begin_capture(s.view(), CaptureMode::ThreadLocal).unwrap();
         {
             let _relaxed = RelaxedCaptureMode::enter().unwrap();

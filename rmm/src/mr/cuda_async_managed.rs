@@ -23,8 +23,15 @@ use crate::stream::CudaStreamView;
 /// never destroyed. Using the resource while another device is current is
 /// reported as [`Error::Logic`](crate::Error::Logic).
 ///
-/// Under graph capture it behaves as [`CudaAsyncMemoryResource`]'s
-/// section "Under graph capture" says: the driver's graph memory nodes.
+/// Under graph capture its calls go to the driver as
+/// [`CudaAsyncMemoryResource`]'s do (see its section "Under graph
+/// capture"): `cuMemAllocFromPoolAsync` on a capturing stream makes a graph
+/// allocation node with the pool's properties, owned by the graph. Whether
+/// the driver accepts a managed pool there is the driver's to decide: a
+/// refusal is returned by `allocate` as the driver's error, and the capture
+/// can still be ended. `rmm/tests/graph.rs` checks that one of the two
+/// happens cleanly (on the H200, 2026-12-02, it passed; which of the two
+/// was not recorded).
 ///
 /// [`ManagedMemoryResource`]: super::ManagedMemoryResource
 /// [`CudaAsyncMemoryResource`]: super::CudaAsyncMemoryResource
