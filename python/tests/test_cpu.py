@@ -1131,7 +1131,7 @@ sim = rmm.mr.SimulatedMemoryResource("1GiB")
 st = rmm.mr.StatisticsResourceAdaptor(sim)
 rmm.mr.set_current_device_resource(st)
 mp = rmm_cupy_allocator(1000)
-assert mp.ptr == mp.mem.owner.ptr != 0 and mp.mem.size == 1000 and mp.mem.device_id == -1
+assert mp.ptr == mp.mem.owner.ptr != 0 and mp.mem.size == 1000 and mp.mem.device_id == mp.mem.owner.device == 0
 assert mp.mem.owner.stream == rmm.DEFAULT_STREAM
 current[0] = S(0x5000)
 mp2 = rmm_cupy_allocator(10)
