@@ -92,6 +92,8 @@ mod lifetime;
 #[allow(dead_code)]
 mod registry;
 #[allow(dead_code)]
+mod registry_book;
+#[allow(dead_code)]
 mod relaxed;
 #[allow(dead_code)]
 mod side_stream;

@@ -14,7 +14,9 @@ static SIDE_STREAMS: OnceLock<Vec<OnceLock<CudaStream>>> = OnceLock::new();
 /// rmm owns and never captures: resources move chunk traffic onto it while
 /// a stream of theirs captures (under
 /// [`RelaxedCaptureMode`](super::RelaxedCaptureMode)). Made at its first
-/// use with its device current, then kept for the life of the process.
+/// use with its device current, then kept for the life of the process
+/// (while a capture runs, call it inside a `RelaxedCaptureMode`: its first
+/// call per device creates a stream and sets the current device).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a device that does not exist; the
