@@ -56,6 +56,40 @@
 //! The check can be turned off for measured hot paths with trusted callers
 //! (`unchecked_frees` on the options or adaptor); it is on by default.
 //!
+//! # CUDA graph capture
+//! Memory allocated on a capturing stream belongs to the graph being
+//! captured ([`crate::graph`]): a replay writes the same addresses again, so
+//! that memory must not go to anyone else while the graph exists.
+//! * [`CudaAsyncMemoryResource`] and [`CudaAsyncManagedMemoryResource`]:
+//!   the driver turns the allocations into graph memory nodes it owns.
+//! * Every other resource (the sub-allocators, cuda, managed, pinned,
+//!   system, SAM headroom, callback) serves them from a *graph-private
+//!   pool*, one per [`GraphPool`](crate::graph::GraphPool) (captures given
+//!   the same `GraphPool` share it; they must never replay at the same
+//!   time). Its chunks come from the resource's ordinary path on a side
+//!   stream that never captures, in relaxed capture mode, so a pool growing
+//!   with `cuMemAlloc` or a `cuMemAlloc`/`cuMemHostAlloc` of its own leaves
+//!   the capture valid. A block freed inside the capture is reused only on
+//!   the stream that freed it (graph order), one freed after it only by
+//!   later captures of the pool; none goes back to the shared free lists.
+//!   A free of older memory on a capturing stream waits until the graph is
+//!   gone. Once every graph and executable graph of the pool is destroyed
+//!   and no block of it is live, its memory goes back (checked on the next
+//!   call and by a background thread every 20 ms).
+//!   [`MemoryResource::graph_memory`] reports what is held.
+//! * Misuse: a free of one graph pool's memory on a stream capturing into
+//!   another is logged and refused (`bad_frees` of the report); a resource
+//!   dropped while a graph still uses its memory logs an error and keeps
+//!   that memory reserved until the graph is gone, then frees it.
+//! * Adaptors pass allocations and frees on as ever, so statistics,
+//!   tracking and logging count and log graph memory like any other; the
+//!   [`PrefetchAdaptor`] issues no prefetch on a capturing stream.
+//! * Frees look for captures in rmm's registry (captures begun through
+//!   [`crate::graph`], or adopted by an allocation on one of their
+//!   streams): a free of older memory on a stream of a capture begun
+//!   elsewhere (CuPy, PyTorch) before any allocation was made on it is not
+//!   seen, and takes the ordinary path.
+//!
 //! [`DevicePtr::NULL`]: crate::ptr::DevicePtr::NULL
 //! [`CUDA_ALLOCATION_ALIGNMENT`]: crate::align::CUDA_ALLOCATION_ALIGNMENT
 //! [`Error::BadAlloc`]: crate::error::Error::BadAlloc

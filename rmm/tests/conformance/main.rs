@@ -16,6 +16,5 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod graph_memory;
 mod resources;
 mod suballocators;

@@ -2,12 +2,14 @@
 //! capture belongs to the graph, stays reserved while the graph exists, is
 //! reused only within it, and goes back once the graph is destroyed.
 //!
-//! The captures here use `CaptureMode::ThreadLocal`: the tests of this
-//! binary run in parallel, and in global mode every other thread's
-//! `cuMemAlloc` would be refused (and invalidate the capture), as the
-//! driver defines it. The capturing thread's own synchronous calls are the
-//! ones rmm must keep legal, and thread-local mode refuses them just the
-//! same.
+//! A binary of its own: a capture is invalidated by work of other threads
+//! on the legacy default stream when the captured stream is a blocking one,
+//! and by every other thread's `cuMemAlloc` in global capture mode, as the
+//! driver defines it; the conformance suites do both. The tests here run
+//! in parallel, so they capture non-blocking streams in
+//! `CaptureMode::ThreadLocal`: the capturing thread's own synchronous
+//! calls are the ones rmm must keep legal, and thread-local mode refuses
+//! them just the same.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -24,7 +26,11 @@ use rmm::mr::{
 };
 use rmm::{CudaStream, CudaStreamView, DevicePtr};
 
-use crate::common::{GIB, MIB};
+#[macro_use]
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{GIB, MIB};
 
 const TL: CaptureMode = CaptureMode::ThreadLocal;
 const N: usize = MIB;
@@ -82,7 +88,7 @@ fn wait_released(name: &str, mr: &dyn MemoryResource) -> GraphMemoryStats {
 /// freed after it; z of the same size allocated and filled with 7; a replay
 /// must leave z intact. Then the graph's memory goes back.
 fn trap(name: &str, mr: &dyn MemoryResource) {
-    let s = CudaStream::new().expect("stream");
+    let s = CudaStream::non_blocking().expect("stream");
     let sv = s.view();
     let x = mr.allocate(N, 256, sv).unwrap_or_else(|e| panic!("{name}: {e}"));
     fill(x, N, 3, sv);
@@ -240,7 +246,7 @@ fn stateless_resources_keep_the_trap_shut() {
         &PrefetchAdaptor::new(ManagedMemoryResource::new()),
     );
     // Memory of one instance may be freed through another (they compare equal).
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let cap = begin_capture(s.view(), TL).unwrap();
     let p = CudaMemoryResource::new().allocate(N, 256, s.view()).unwrap();
     fill(p, N, 1, s.view());
@@ -258,7 +264,7 @@ fn stateless_resources_keep_the_trap_shut() {
 fn captures_sharing_a_graph_pool_share_its_memory() {
     rmm_testing::require_gpu!("graph_memory::captures_sharing_a_graph_pool_share_its_memory");
     let mr = pool();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let out = CudaMemoryResource::new()
         .allocate(2 * N, 256, CudaStreamView::DEFAULT)
@@ -313,7 +319,7 @@ fn a_pool_grows_during_capture() {
     rmm_testing::require_gpu!("graph_memory::a_pool_grows_during_capture");
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let cap = begin_capture(sv, TL).unwrap();
     let y = mr.allocate(64 * MIB, 256, sv).unwrap();
@@ -338,7 +344,7 @@ fn a_pool_grows_during_capture() {
 fn a_free_during_capture_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_free_during_capture_waits_for_the_graph");
     let mr = pool();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let x = mr.allocate(N, 256, sv).unwrap();
     let cap = begin_capture(sv, TL).unwrap();
@@ -373,7 +379,7 @@ fn thousands_of_pairs_in_one_graph() {
         ("arena", SharedResource::new(arena())),
         ("binning", SharedResource::new(binning())),
     ] {
-        let s = CudaStream::new().unwrap();
+        let s = CudaStream::non_blocking().unwrap();
         let sv = s.view();
         let out = CudaMemoryResource::new()
             .allocate(4096, 256, CudaStreamView::DEFAULT)
@@ -429,7 +435,7 @@ fn adaptors_count_and_log_graph_memory() {
     let logging = LoggingAdaptor::to_writer(pool(), log.clone(), true).unwrap();
     let tracking = TrackingAdaptor::new(logging.clone(), false);
     let mr = StatisticsAdaptor::new(tracking.clone());
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let cap = begin_capture(sv, TL).unwrap();
     let y = mr.allocate(N, 256, sv).unwrap();
@@ -463,7 +469,10 @@ fn adaptors_count_and_log_graph_memory() {
 fn freeing_another_graphs_memory_during_capture_is_refused() {
     rmm_testing::require_gpu!("graph_memory::freeing_another_graphs_memory_during_capture_is_refused");
     let mr = pool();
-    let (s1, s2) = (CudaStream::new().unwrap(), CudaStream::new().unwrap());
+    let (s1, s2) = (
+        CudaStream::non_blocking().unwrap(),
+        CudaStream::non_blocking().unwrap(),
+    );
     let cap = begin_capture(s1.view(), TL).unwrap();
     let a = mr.allocate(N, 256, s1.view()).unwrap();
     fill(a, N, 6, s1.view());
@@ -503,7 +512,7 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph");
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
-    let s = CudaStream::new().unwrap();
+    let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
     let out = CudaMemoryResource::new()
         .allocate(N, 256, CudaStreamView::DEFAULT)
@@ -524,11 +533,13 @@ fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     );
     // Other memory from the same upstream does not land on the graph's.
     let other = upstream.allocate(N, 256, CudaStreamView::DEFAULT).unwrap();
-    fill(other, N, 9, CudaStreamView::DEFAULT);
+    let s2 = CudaStream::non_blocking().unwrap();
+    fill(other, N, 9, s2.view());
+    s2.synchronize().unwrap();
     // SAFETY: `out` is live; y is the graph's own.
     unsafe { exec.launch(sv) }.unwrap();
     assert!(all(&read(out, N, sv), 5));
-    assert!(all(&read(other, N, CudaStreamView::DEFAULT), 9));
+    assert!(all(&read(other, N, s2.view()), 9));
     // SAFETY: from `upstream` with these arguments.
     unsafe { upstream.deallocate(other, N, 256, CudaStreamView::DEFAULT) };
     drop(exec);
