@@ -2,14 +2,19 @@
 //! capture belongs to the graph, stays reserved while the graph exists, is
 //! reused only within it, and goes back once the graph is destroyed.
 //!
-//! A binary of its own: a capture is invalidated by work of other threads
-//! on the legacy default stream when the captured stream is a blocking one,
-//! and by every other thread's `cuMemAlloc` in global capture mode, as the
-//! driver defines it; the conformance suites do both. The tests here run
-//! in parallel, so they capture non-blocking streams in
-//! `CaptureMode::ThreadLocal`: the capturing thread's own synchronous
-//! calls are the ones rmm must keep legal, and thread-local mode refuses
-//! them just the same.
+//! A binary of its own, whose tests take turns ([`one_at_a_time`]): a
+//! capture is invalidated by device-wide work of other threads while it is
+//! under way. Seen on the H200 (2026-12-02): with the tests in parallel, a
+//! pool constructor's synchronisation of the legacy default stream failed
+//! with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` while another test captured a
+//! blocking stream, and, with non-blocking streams, captures of three tests
+//! were invalidated while other tests built and dropped resources (device
+//! synchronisations, `cuMemFree`). Every other thread's `cuMemAlloc` is
+//! refused in global capture mode, as the driver defines it. So the tests
+//! capture non-blocking streams in `CaptureMode::ThreadLocal` (the
+//! capturing thread's own synchronous calls are the ones rmm must keep
+//! legal, and thread-local mode refuses them just the same), one test at a
+//! time.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -33,6 +38,14 @@ mod common;
 use common::{GIB, MIB};
 
 const TL: CaptureMode = CaptureMode::ThreadLocal;
+
+/// Held for a whole test: no other test's device-wide work can invalidate
+/// its captures (see the module docs). A failed test poisons nothing: the
+/// lock is taken over.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
 const N: usize = MIB;
 
 fn fill(p: DevicePtr, n: usize, v: u8, s: CudaStreamView) {
@@ -226,6 +239,7 @@ fn stateful_resources() -> Vec<(&'static str, SharedResource)> {
 #[test]
 fn every_resource_keeps_the_trap_shut() {
     rmm_testing::require_gpu!("graph_memory::every_resource_keeps_the_trap_shut");
+    let _turn = one_at_a_time();
     for (name, mr) in stateful_resources() {
         trap(name, &mr);
     }
@@ -234,6 +248,7 @@ fn every_resource_keeps_the_trap_shut() {
 #[test]
 fn stateless_resources_keep_the_trap_shut() {
     rmm_testing::require_gpu!("graph_memory::stateless_resources_keep_the_trap_shut");
+    let _turn = one_at_a_time();
     trap("cuda", &CudaMemoryResource::new());
     trap("managed", &ManagedMemoryResource::new());
     trap("pinned", &PinnedHostMemoryResource::new());
@@ -263,6 +278,7 @@ fn stateless_resources_keep_the_trap_shut() {
 #[test]
 fn captures_sharing_a_graph_pool_share_its_memory() {
     rmm_testing::require_gpu!("graph_memory::captures_sharing_a_graph_pool_share_its_memory");
+    let _turn = one_at_a_time();
     let mr = pool();
     let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
@@ -317,6 +333,7 @@ fn captures_sharing_a_graph_pool_share_its_memory() {
 #[test]
 fn a_pool_grows_during_capture() {
     rmm_testing::require_gpu!("graph_memory::a_pool_grows_during_capture");
+    let _turn = one_at_a_time();
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
     let s = CudaStream::non_blocking().unwrap();
@@ -343,6 +360,7 @@ fn a_pool_grows_during_capture() {
 #[test]
 fn a_free_during_capture_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_free_during_capture_waits_for_the_graph");
+    let _turn = one_at_a_time();
     let mr = pool();
     let s = CudaStream::non_blocking().unwrap();
     let sv = s.view();
@@ -374,6 +392,7 @@ fn a_free_during_capture_waits_for_the_graph() {
 #[test]
 fn thousands_of_pairs_in_one_graph() {
     rmm_testing::require_gpu!("graph_memory::thousands_of_pairs_in_one_graph");
+    let _turn = one_at_a_time();
     for (name, mr) in [
         ("pool", SharedResource::new(pool())),
         ("arena", SharedResource::new(arena())),
@@ -431,6 +450,7 @@ impl Write for SharedLog {
 #[test]
 fn adaptors_count_and_log_graph_memory() {
     rmm_testing::require_gpu!("graph_memory::adaptors_count_and_log_graph_memory");
+    let _turn = one_at_a_time();
     let log = SharedLog::default();
     let logging = LoggingAdaptor::to_writer(pool(), log.clone(), true).unwrap();
     let tracking = TrackingAdaptor::new(logging.clone(), false);
@@ -468,6 +488,7 @@ fn adaptors_count_and_log_graph_memory() {
 #[test]
 fn freeing_another_graphs_memory_during_capture_is_refused() {
     rmm_testing::require_gpu!("graph_memory::freeing_another_graphs_memory_during_capture_is_refused");
+    let _turn = one_at_a_time();
     let mr = pool();
     let (s1, s2) = (
         CudaStream::non_blocking().unwrap(),
@@ -510,6 +531,7 @@ fn freeing_another_graphs_memory_during_capture_is_refused() {
 #[test]
 fn a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph() {
     rmm_testing::require_gpu!("graph_memory::a_resource_dropped_while_a_graph_uses_it_waits_for_the_graph");
+    let _turn = one_at_a_time();
     let upstream = StatisticsAdaptor::new(CudaMemoryResource::new());
     let mr = PoolMemoryResource::new(upstream.clone(), PoolOptions::default()).unwrap();
     let s = CudaStream::non_blocking().unwrap();

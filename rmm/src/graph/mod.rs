@@ -109,7 +109,7 @@ pub(crate) use lifetime::{attach_lifetime, GraphLifetime};
 #[allow(unused_imports)]
 pub(crate) use pool::GraphPoolId;
 #[allow(unused_imports)]
-pub(crate) use registry::{capture_of, registered_capture_of, ActiveCapture};
+pub(crate) use registry::{capture_of, captures_registered, registered_capture_of, ActiveCapture};
 #[allow(unused_imports)]
 pub(crate) use relaxed::RelaxedCaptureMode;
 #[allow(unused_imports)]

@@ -193,6 +193,13 @@ fn ask_driver(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
     }
 }
 
+/// True while any capture is registered (one atomic load): a capture may be
+/// under way in the process. Entries of adopted captures that ended stay
+/// until their stream is next looked up.
+pub(crate) fn captures_registered() -> bool {
+    !nothing_registered()
+}
+
 /// The registered capture of `stream`, for frees: `None` after one atomic
 /// load when nothing is registered, and for streams not registered. A
 /// registered stream is re-checked with the driver (a stale entry is

@@ -18,7 +18,8 @@
 //! * A pool is tied to every graph captured into it
 //!   ([`attach_lifetime`]); once no graph and no executable of it exists
 //!   and no block of it is live, its chunks go back through the shared
-//!   path and its deferred frees are done. That is checked lazily (the next
+//!   path and its deferred frees are done (waiting up to [`RELEASE_WAIT`]
+//!   while any capture is registered: those frees may synchronise). That is checked lazily (the next
 //!   capturing allocation, free of private memory or report) and every
 //!   [`REAP_INTERVAL`] by a background thread while any pool exists.
 //! * While it holds pools, the graph memory keeps a handle to its resource
@@ -54,8 +55,8 @@ use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{DeviceGuard, DeviceId};
 use crate::error::{Error, Result};
 use crate::graph::{
-    attach_lifetime, capture_of, registered_capture_of, side_stream, ActiveCapture, GraphLifetime,
-    GraphPoolId, RelaxedCaptureMode,
+    attach_lifetime, capture_of, captures_registered, registered_capture_of, side_stream, ActiveCapture,
+    GraphLifetime, GraphPoolId, RelaxedCaptureMode,
 };
 use crate::mr::{check_base_alignment, GraphMemoryStats};
 use crate::ptr::DevicePtr;
@@ -78,6 +79,13 @@ fn in_source<R>(f: impl FnOnce() -> R) -> R {
 
 /// How often the background thread looks for pools whose graphs are gone.
 pub(crate) const REAP_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How long a release waits while captures are registered: a free that
+/// synchronises (`cuMemFree`, a resource's teardown) invalidates a capture
+/// under way on the device in any thread (measured on NVIDIA GPUs by
+/// ROCm's developers, rocm-systems PR 4508, 2026-04). Registry entries of
+/// captures begun outside rmm can outlive them, hence the bound.
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// Chunks of at least this many bytes are taken for small requests.
 const SMALL_CHUNK: usize = 2 << 20;
@@ -145,6 +153,8 @@ struct State {
     bad_frees: usize,
     /// The dropped-while-in-use error was logged.
     orphan_logged: bool,
+    /// Since when releases wait for registered captures to end.
+    waiting_since: Option<std::time::Instant>,
 }
 
 /// The graph-private pools of one resource (see the module docs).
@@ -443,6 +453,13 @@ impl GraphMemory {
             .filter(|(_, e)| !e.lifetime.alive() && (orphaned || e.pool.is_idle()))
             .map(|(k, _)| *k)
             .collect();
+        if !done.is_empty() && captures_registered() {
+            let since = *st.waiting_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() < RELEASE_WAIT {
+                return None;
+            }
+        }
+        st.waiting_since = None;
         if orphaned && done.len() < st.pools.len() && !st.orphan_logged {
             st.orphan_logged = true;
             log::error!(
