@@ -92,8 +92,9 @@ def graph_memory(mr):
 def wait_graph_memory_released(mr, timeout=5.0, pools=0):
     """Polls ``mr.graph_memory()`` until at most ``pools`` private pools
     are left (the driver destroys a graph's user objects asynchronously,
-    within milliseconds of the graph and its executable); returns the last
-    report."""
+    within milliseconds of the graph and its executable, and a release
+    waits up to 1 s while the process has captures registered); returns
+    the last report."""
     import time
 
     deadline = time.monotonic() + timeout

@@ -122,7 +122,7 @@ def released(kind, log_dir, keep):
     # cuda and managed keep one graph memory per process: what earlier
     # scenarios left (PyTorch may cache a workspace made during a capture)
     # is the baseline.
-    before = gr.wait_graph_memory_released(mr, timeout=1.0)
+    before = gr.wait_graph_memory_released(mr, timeout=3.0)
     x = torch.ones(gr.ELEMENTS, device="cuda")
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
