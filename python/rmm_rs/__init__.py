@@ -20,6 +20,7 @@ and logging without a GPU.
 """
 
 from rmm_rs._lib import (
+    CaptureError,
     ConfigurationError,
     CUDAError,
     DriverUnavailableError,
@@ -49,7 +50,7 @@ from rmm_rs.rmm import (
     reinitialize,
     unregister_reinitialize_hook,
 )
-from rmm_rs import _cuda, forensics, pylibrmm, statistics
+from rmm_rs import _cuda, forensics, graph, pylibrmm, statistics
 from rmm_rs.forensics import (
     OutOfMemoryReport,
     add_oom_observer,
@@ -85,6 +86,7 @@ __all__ = [
     "should_log",
     "unregister_reinitialize_hook",
     # rmm_rs's own
+    "CaptureError",
     "CUDAError",
     "ConfigurationError",
     "DEFAULT_STREAM",
@@ -94,6 +96,7 @@ __all__ = [
     "Stream",
     "device_count",
     "gpu_available",
+    "graph",
     "gpu_unavailable_reason",
     "parse_bytes",
     "read_log",

@@ -31,6 +31,15 @@ create_exception!(
     "The CUDA driver library (libcuda.so.1) could not be loaded or initialised: no usable GPU."
 );
 
+create_exception!(
+    rmm_rs,
+    CaptureError,
+    RMMError,
+    "A CUDA stream capture (CuPy's `Stream.begin_capture()`, `torch.cuda.graph`, the rmm crate's own) \
+     stopped a call: the stream's capture was invalidated, or the call cannot be made while that stream \
+     captures. The message names the stream (`stream capture on stream 0x...: reason`)."
+);
+
 /// `rmm_rs.ConfigurationError`, made once (see [`config_error`]).
 static CONFIGURATION_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -121,6 +130,7 @@ pub(crate) fn to_py(e: rmm::Error) -> PyErr {
         }
         rmm::Error::Cuda { .. } => CUDAError::new_err(msg),
         rmm::Error::Io { .. } => PyOSError::new_err(msg),
+        rmm::Error::Capture { .. } => CaptureError::new_err(msg),
         _ => RMMError::new_err(msg),
     }
 }
@@ -196,6 +206,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RMMError", &rmm_error)?;
     m.add("CUDAError", py.get_type::<CUDAError>())?;
     m.add("DriverUnavailableError", py.get_type::<DriverUnavailableError>())?;
+    m.add("CaptureError", py.get_type::<CaptureError>())?;
     m.add("ConfigurationError", configuration_error_type(py)?)?;
     Ok(())
 }

@@ -6,14 +6,15 @@
 //! (`resources`, one file per kind), `DeviceBuffer` (`buffer`), RMM's
 //! copies between raw addresses (`pointer_copies`), streams, stream flags
 //! and the stream pool (`stream`), the debug logger's level (`logging`)
-//! and the two C-ABI functions PyTorch's `CUDAPluggableAllocator` calls
-//! (`ffi`).
+//! the two C-ABI functions PyTorch's `CUDAPluggableAllocator` calls
+//! (`ffi`), and the capture queries of `rmm_rs.graph` (`graph`).
 //!
 //! Errors: every `rmm::Error` becomes a Python exception in one place,
 //! `errors::to_py`: out-of-memory and bad-alloc become `MemoryError`
 //! (the message keeps `out_of_memory`), invalid arguments `ValueError`,
 //! driver failures `rmm_rs.CUDAError` (a `MemoryError` when an allocation
 //! fails, as in RMM), a missing driver `rmm_rs.DriverUnavailableError`,
+//! a call stopped by a stream capture `rmm_rs.CaptureError`,
 //! anything else `rmm_rs.RMMError`; an exception of a Python callback
 //! inside an allocation leaves it as RMM translates it. An out-of-memory
 //! `MemoryError` carries the error's report as `report` (`forensics`,
@@ -32,6 +33,7 @@ mod buffer;
 mod errors;
 mod ffi;
 mod forensics;
+mod graph;
 mod logging;
 mod pointer_copies;
 mod resources;
@@ -53,6 +55,7 @@ fn rmm_rs_lib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     buffer::register(m)?;
     pointer_copies::register(m)?;
     logging::register(m)?;
+    graph::register(m)?;
     m.add_function(wrap_pyfunction!(ffi::extension_path_symbols, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__git_commit__", env!("RMM_RS_GIT_COMMIT"))?;

@@ -133,8 +133,8 @@ _MR_EXTRAS = [
     "get_current_device_resource_type",
 ]
 RMM_RS_EXTRAS = {
-    "rmm": ["CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError", "LEGACY_DEFAULT_STREAM",
-            "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available",
+    "rmm": ["CaptureError", "CUDAError", "ConfigurationError", "DEFAULT_STREAM", "DriverUnavailableError",
+            "LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "device_count", "gpu_available", "graph",
             "gpu_unavailable_reason", "parse_bytes", "read_log", "replay_log", "statistics",
             "forensics", "OutOfMemoryReport", "add_oom_observer", "last_oom_report", "memory_snapshot",
             "remove_oom_observer", "write_oom_reports_to"],
@@ -1133,7 +1133,7 @@ sim = rmm.mr.SimulatedMemoryResource("1GiB")
 st = rmm.mr.StatisticsResourceAdaptor(sim)
 rmm.mr.set_current_device_resource(st)
 mp = rmm_cupy_allocator(1000)
-assert mp.ptr == mp.mem.owner.ptr != 0 and mp.mem.size == 1000 and mp.mem.device_id == -1
+assert mp.ptr == mp.mem.owner.ptr != 0 and mp.mem.size == 1000 and mp.mem.device_id == mp.mem.owner.device == 0
 assert mp.mem.owner.stream == rmm.DEFAULT_STREAM
 current[0] = S(0x5000)
 mp2 = rmm_cupy_allocator(10)
@@ -1259,3 +1259,44 @@ def test_logs_are_flushed_at_exit(tmp_path):
     lines = (tmp_path / "exit.dev0.csv").read_text().splitlines()
     assert lines[0].startswith("Thread,Time,Action")
     assert sum(",allocate," in line for line in lines) == 3
+
+
+def test_graph_module_without_a_capture():
+    """rmm_rs.graph on any machine: the default streams never capture (no
+    driver call), the detection switch, CaptureError's place among the
+    exceptions."""
+    from rmm_rs import graph
+
+    assert rmm_rs.CaptureError is graph.CaptureError
+    assert issubclass(graph.CaptureError, rmm_rs.RMMError)
+    assert issubclass(graph.CaptureError, RuntimeError)
+    assert graph.capture_status() == graph.CaptureStatus("none", None)
+    assert graph.capture_status(rmm_rs.LEGACY_DEFAULT_STREAM).state == "none"
+    assert not graph.is_capturing(rmm_rs.DEFAULT_STREAM)
+    with pytest.raises(TypeError):
+        graph.capture_status("not a stream")
+    if not GPU:
+        # The per-thread default stream can be captured: the driver is asked.
+        with pytest.raises(rmm_rs.DriverUnavailableError):
+            graph.capture_status(rmm_rs.PER_THREAD_DEFAULT_STREAM)
+    assert graph.get_capture_detection() == "driver"
+    try:
+        graph.set_capture_detection("registered")
+        assert graph.get_capture_detection() == "registered"
+    finally:
+        graph.set_capture_detection("driver")
+    assert graph.get_capture_detection() == "driver"
+    with pytest.raises(ValueError, match="'driver' or 'registered'"):
+        graph.set_capture_detection("sometimes")
+
+
+def test_graph_memory_without_a_capture(sim):
+    """Nothing captured: no private pool anywhere in a stack."""
+    from rmm_rs import graph
+
+    pool = mr.PoolMemoryResource(mr.StatisticsResourceAdaptor(sim), initial_pool_size="1MiB")
+    for r in (sim, pool):
+        report = r.graph_memory()
+        assert report is None or all(report[k] == 0 for k in ("pools", "reserved_bytes", "live_bytes", "bad_frees"))
+    mr.set_current_device_resource(pool)
+    assert graph.graph_memory() == pool.graph_memory()

@@ -17,7 +17,11 @@ def rmm_cupy_allocator(nbytes):
     # The null stream (CuPy's default) needs no wrapper object.
     stream = DEFAULT_STREAM if current.ptr == 0 else Stream(current)
     buf = DeviceBuffer(size=nbytes, stream=stream)
-    dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
+    # The buffer's device, named: CuPy would otherwise ask the driver about
+    # the pointer (RMM passes -1), which fails for memory that a graph
+    # being captured allocated through cuda_async (a graph memory node has
+    # no memory before the graph's first launch).
+    dev_id = buf.device if buf.ptr else cupy.cuda.device.get_device_id()
     mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
     return cupy.cuda.memory.MemoryPointer(mem, 0)
 

@@ -219,6 +219,31 @@ impl PyResource {
         Ok(self.shared()?.device().map(|d| d.0))
     }
 
+    /// What the resource keeps for CUDA graphs captured through it (CuPy's
+    /// `Stream.begin_capture()`, `torch.cuda.graph`): a dict with `pools`
+    /// (graph-private pools held), `reserved_bytes` (their chunks),
+    /// `live_bytes` (blocks of them handed out and not freed),
+    /// `graphs_alive` (pools a graph or executable still uses),
+    /// `deferred_frees` (frees of shared memory made on a capturing stream,
+    /// done once the graph is gone) and `bad_frees` (frees of graph memory
+    /// refused as misuse, logged); None for a
+    /// resource without private pools (cuda_async: the driver's graph
+    /// memory nodes). Asking also releases the pools of deleted graphs.
+    fn graph_memory<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let mr = self.shared()?;
+        let Some(stats) = py.detach(|| mr.graph_memory()) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("pools", stats.pools)?;
+        d.set_item("reserved_bytes", stats.reserved_bytes)?;
+        d.set_item("live_bytes", stats.live_bytes)?;
+        d.set_item("graphs_alive", stats.graphs_alive)?;
+        d.set_item("deferred_frees", stats.deferred_frees)?;
+        d.set_item("bad_frees", stats.bad_frees)?;
+        Ok(Some(d))
+    }
+
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
         let name = slf.get_type().name()?;
         Ok(format!("<rmm_rs.mr.{name}>"))
