@@ -84,7 +84,9 @@
 //!   A free of older memory on a capturing stream waits until the graph is
 //!   gone. Once every graph and executable graph of the pool is destroyed
 //!   and no block of it is live, its memory goes back (checked on the next
-//!   call and by a background thread every 20 ms; held back up to 1 s while
+//!   capturing allocation, free of graph memory, report or drop, in the
+//!   caller's thread; a background thread every 20 ms only for resources
+//!   no user handle holds any more; held back up to 1 s while
 //!   any capture is under way, since a synchronising free such as
 //!   `cuMemFree` invalidates captures on the device in every thread).
 //!   [`MemoryResource::graph_memory`] reports what is held.

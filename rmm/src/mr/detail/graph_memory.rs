@@ -19,9 +19,12 @@
 //!   ([`attach_lifetime`]); once no graph and no executable of it exists
 //!   and no block of it is live, its chunks go back through the shared
 //!   path and its deferred frees are done (waiting up to [`RELEASE_WAIT`]
-//!   while any capture is registered: those frees may synchronise). That is checked lazily (the next
-//!   capturing allocation, free of private memory or report) and every
-//!   [`REAP_INTERVAL`] by a background thread while any pool exists.
+//!   while any capture is registered: those frees may synchronise). That is
+//!   checked lazily, in the user's thread (the next capturing allocation,
+//!   free of private memory, report or drop of the resource); a background
+//!   thread (every [`REAP_INTERVAL`]) only releases the pools of resources
+//!   no user handle holds any more, because a release may synchronise the
+//!   device and so fail a capture under way in another thread.
 //! * While it holds pools, the graph memory keeps a handle to its resource
 //!   (the chunk source). A resource whose last user handle is dropped while
 //!   a graph still uses its memory is thereby kept: an error is logged, and
@@ -510,9 +513,19 @@ impl GraphMemory {
         self.pools.load(Ordering::Acquire) > 0
     }
 
-    /// One pass of the reaper; false once no pool is left.
+    /// One pass of the reaper; false once no pool is left. The reaper only
+    /// releases the pools of resources no user handle holds any more: a
+    /// release may free with `cuMemFree`, which synchronises the device and
+    /// so fails a capture under way in any thread, also one rmm has not seen
+    /// yet (a CuPy capture before its first allocation, broken by the
+    /// reaper's free of an earlier graph's chunks on the H200, 2026-12-02).
+    /// Resources still held release on their own calls, in their users'
+    /// threads.
     fn reap(&self) -> bool {
         let mut st = self.lock();
+        if st.source.as_ref().is_none_or(|s| s.handles() > 1) {
+            return self.holds_pools();
+        }
         let kept = self.release_unused(&mut st);
         drop(st);
         drop(kept);
