@@ -58,7 +58,14 @@ def cupy_over(kind, tmp_path):
 
 def capture(cp, stream, body):
     """``body()`` captured on ``stream`` (CuPy's default mode, relaxed);
-    returns (graph, what body returned)."""
+    returns (graph, what body returned).
+
+    Collects garbage first, as ``torch.cuda.graph`` does: a finalizer run
+    by the collector during the capture can free memory of an earlier test
+    through a synchronising call (``cuMemFree``, a pool's teardown), which
+    invalidates the capture (seen on the H200 with the whole suite, for the
+    first CuPy capture over the cuda resource)."""
+    gc.collect()
     stream.begin_capture()
     try:
         out = body()
