@@ -85,17 +85,11 @@ mod exec;
 mod mode;
 mod policy;
 mod pool;
-// The crate-private API the resources use (issue #34's graph-private
-// pools); until every piece has a caller in the crate, some are unused.
-#[allow(dead_code)]
+// The crate-private API the resources' graph-private pools use.
 mod lifetime;
-#[allow(dead_code)]
 mod registry;
-#[allow(dead_code)]
 mod registry_book;
-#[allow(dead_code)]
 mod relaxed;
-#[allow(dead_code)]
 mod side_stream;
 
 pub use capture::{begin_capture, begin_capture_in, Capture};
@@ -104,15 +98,10 @@ pub use exec::{Graph, GraphExec};
 pub use mode::{CaptureMode, CaptureStatus};
 pub use pool::GraphPool;
 
-#[allow(unused_imports)]
 pub(crate) use lifetime::{attach_lifetime, GraphLifetime};
-#[allow(unused_imports)]
 pub(crate) use pool::GraphPoolId;
-#[allow(unused_imports)]
 pub(crate) use registry::{
     capture_of, captures_registered, registered_capture_of, wait_for_other_captures, ActiveCapture,
 };
-#[allow(unused_imports)]
 pub(crate) use relaxed::RelaxedCaptureMode;
-#[allow(unused_imports)]
 pub(crate) use side_stream::side_stream;

@@ -72,7 +72,8 @@ impl Registry {
         self.captures.get(&id).is_some_and(|r| r.graph == graph)
     }
 
-    /// Whether capture `id` is registered.
+    /// Whether capture `id` is registered (for tests).
+    #[cfg(test)]
     pub(super) fn knows(&self, id: u64) -> bool {
         self.captures.contains_key(&id)
     }
