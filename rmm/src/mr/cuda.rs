@@ -1,10 +1,10 @@
 //! [`CudaMemoryResource`]: `cuMemAlloc` / `cuMemFree`.
 
-use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
-use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
-use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
+use super::detail::graph_memory::GraphMemory;
+use super::detail::sync_driver::{self, SyncDriverKind};
+use super::{GraphMemoryStats, MemoryResource};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
@@ -40,40 +40,6 @@ impl CudaMemoryResource {
     }
 }
 
-/// The graph-private pools of every `CudaMemoryResource`.
-fn graph() -> &'static Arc<GraphMemory> {
-    static GRAPH: OnceLock<Arc<GraphMemory>> = OnceLock::new();
-    of_kind(&GRAPH)
-}
-
-impl CudaMemoryResource {
-    fn allocate_shared(bytes: usize) -> Result<DevicePtr> {
-        driver::mem_alloc(bytes).map_err(|e| match e {
-            Error::OutOfMemory {
-                requested,
-                reason,
-                report,
-            } => Error::OutOfMemory {
-                report,
-                requested,
-                reason: format!("CudaMemoryResource: {reason}"),
-            },
-            other => other,
-        })
-    }
-
-    /// # Safety
-    /// `ptr` came from `cuMemAlloc` and nothing uses it any more.
-    unsafe fn deallocate_shared(ptr: DevicePtr) {
-        // The free synchronises the device, which fails captures under way.
-        crate::graph::wait_for_other_captures();
-        // SAFETY: the caller's contract.
-        if let Err(e) = unsafe { driver::mem_free(ptr) } {
-            log::error!("CudaMemoryResource: cuMemFree({ptr}) failed: {e}");
-        }
-    }
-}
-
 impl MemoryResource for CudaMemoryResource {
     /// The device's free and total memory (`cuMemGetInfo` of the current
     /// device), where the driver answers: the free bytes as one figure
@@ -88,25 +54,12 @@ impl MemoryResource for CudaMemoryResource {
     }
 
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        reported(self, bytes, alignment, stream, || {
-            check_base_alignment(alignment)?;
-            if bytes == 0 {
-                return Ok(DevicePtr::NULL);
-            }
-            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-                return Ok(p);
-            }
-            Self::allocate_shared(bytes)
-        })
+        sync_driver::allocate(self, bytes, alignment, stream)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() || graph().deallocate(ptr, bytes, alignment, stream, || Arc::new(*self)) {
-            return;
-        }
-        // SAFETY: the caller guarantees `ptr` came from `allocate`, and
-        // memory of the graph-private pools was taken above.
-        unsafe { Self::deallocate_shared(ptr) }
+        // SAFETY: forwarded contract.
+        unsafe { sync_driver::deallocate(self, ptr, bytes, alignment, stream) }
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -114,28 +67,33 @@ impl MemoryResource for CudaMemoryResource {
     }
 
     fn graph_memory(&self) -> Option<GraphMemoryStats> {
-        Some(graph().stats())
+        Some(sync_driver::graph_memory::<Self>())
     }
 }
 
-impl ChunkSource for CudaMemoryResource {
-    fn source_name(&self) -> &'static str {
-        "CudaMemoryResource"
+impl SyncDriverKind for CudaMemoryResource {
+    const NAME: &'static str = "CudaMemoryResource";
+    const FREE_CALL: &'static str = "cuMemFree";
+    fn graph_cell() -> &'static OnceLock<Arc<GraphMemory>> {
+        static GRAPH: OnceLock<Arc<GraphMemory>> = OnceLock::new();
+        &GRAPH
     }
-    fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        Self::allocate_shared(bytes)
+    fn driver_allocate(bytes: usize) -> Result<DevicePtr> {
+        driver::mem_alloc(bytes).map_err(|e| match e {
+            Error::OutOfMemory {
+                requested,
+                reason,
+                report,
+            } => Error::OutOfMemory {
+                report,
+                requested,
+                reason: format!("CudaMemoryResource: {reason}"),
+            },
+            other => other,
+        })
     }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        _bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract.
-        unsafe { Self::deallocate_shared(ptr) }
-    }
-    fn handles(&self) -> usize {
-        usize::MAX
+    unsafe fn driver_free(ptr: DevicePtr) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { driver::mem_free(ptr) }
     }
 }

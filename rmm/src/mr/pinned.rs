@@ -1,10 +1,10 @@
 //! [`PinnedHostMemoryResource`]: `cuMemHostAlloc` / `cuMemFreeHost`.
 
-use crate::mr::forensics::reported;
 use std::sync::{Arc, OnceLock};
 
-use super::detail::graph_memory::{of_kind, ChunkSource, GraphMemory};
-use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
+use super::detail::graph_memory::GraphMemory;
+use super::detail::sync_driver::{self, SyncDriverKind};
+use super::{GraphMemoryStats, MemoryResource};
 use crate::driver;
 use crate::error::Result;
 use crate::ptr::DevicePtr;
@@ -72,46 +72,14 @@ impl PinnedHostMemoryResource {
     }
 }
 
-/// The graph-private pools of every `PinnedHostMemoryResource`.
-fn graph() -> &'static Arc<GraphMemory> {
-    static GRAPH: OnceLock<Arc<GraphMemory>> = OnceLock::new();
-    of_kind(&GRAPH)
-}
-
-impl PinnedHostMemoryResource {
-    /// # Safety
-    /// `ptr` came from `cuMemHostAlloc` and nothing uses it any more.
-    unsafe fn deallocate_shared(ptr: DevicePtr) {
-        // The free synchronises the device, which fails captures under way.
-        crate::graph::wait_for_other_captures();
-        // SAFETY: the caller's contract.
-        if let Err(e) = unsafe { driver::mem_free_host(ptr) } {
-            log::error!("PinnedHostMemoryResource: cuMemFreeHost({ptr}) failed: {e}");
-        }
-    }
-}
-
 impl MemoryResource for PinnedHostMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
-        reported(self, bytes, alignment, stream, || {
-            check_base_alignment(alignment)?;
-            if bytes == 0 {
-                return Ok(DevicePtr::NULL);
-            }
-            if let Some(p) = graph().allocate(bytes, alignment, stream, || Arc::new(*self))? {
-                return Ok(p);
-            }
-            driver::mem_host_alloc(bytes)
-        })
+        sync_driver::allocate(self, bytes, alignment, stream)
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if ptr.is_null() || graph().deallocate(ptr, bytes, alignment, stream, || Arc::new(*self)) {
-            return;
-        }
-        // SAFETY: the caller guarantees `ptr` came from `allocate`, and
-        // memory of the graph-private pools was taken above.
-        unsafe { Self::deallocate_shared(ptr) }
+        // SAFETY: forwarded contract.
+        unsafe { sync_driver::deallocate(self, ptr, bytes, alignment, stream) }
     }
 
     fn is_equal(&self, other: &dyn MemoryResource) -> bool {
@@ -119,7 +87,7 @@ impl MemoryResource for PinnedHostMemoryResource {
     }
 
     fn graph_memory(&self) -> Option<GraphMemoryStats> {
-        Some(graph().stats())
+        Some(sync_driver::graph_memory::<Self>())
     }
 
     fn is_host_accessible(&self) -> bool {
@@ -127,24 +95,18 @@ impl MemoryResource for PinnedHostMemoryResource {
     }
 }
 
-impl ChunkSource for PinnedHostMemoryResource {
-    fn source_name(&self) -> &'static str {
-        "PinnedHostMemoryResource"
+impl SyncDriverKind for PinnedHostMemoryResource {
+    const NAME: &'static str = "PinnedHostMemoryResource";
+    const FREE_CALL: &'static str = "cuMemFreeHost";
+    fn graph_cell() -> &'static OnceLock<Arc<GraphMemory>> {
+        static GRAPH: OnceLock<Arc<GraphMemory>> = OnceLock::new();
+        &GRAPH
     }
-    fn allocate_chunk(&self, bytes: usize, _stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+    fn driver_allocate(bytes: usize) -> Result<DevicePtr> {
         driver::mem_host_alloc(bytes)
     }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        _bytes: usize,
-        _alignment: usize,
-        _stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract.
-        unsafe { Self::deallocate_shared(ptr) }
-    }
-    fn handles(&self) -> usize {
-        usize::MAX
+    unsafe fn driver_free(ptr: DevicePtr) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { driver::mem_free_host(ptr) }
     }
 }
