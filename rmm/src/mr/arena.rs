@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::detail::arena_book::{ArenaBook, Freed, GlobalBook};
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
 use super::detail::live_set::{log_bad_free, BadFree, LiveMap};
 use super::detail::stream_ordered::StreamKey;
 use super::{check_base_alignment, GraphMemoryStats, MemoryResource, SharedResource};
@@ -745,7 +745,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             if !self.is_simulated() {
                 if let Some(p) = self
                     .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
                 {
                     return Ok(p);
                 }
@@ -778,10 +778,9 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if ptr.is_null() {
             return;
         }
-        if self
-            .graph
-            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
-        {
+        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(self.clone()))
+        }) {
             return;
         }
         self.with_arena(stream, |arena| {
@@ -846,25 +845,8 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> ChunkSource for ArenaMemoryResource<U> {
-    fn source_name(&self) -> &'static str {
-        "ArenaMemoryResource"
-    }
-    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        // The side stream never captures: this takes the shared path.
-        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
-    }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract; called from the graph memory, so the
-        // free takes the shared path.
-        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
-    }
+impl<U: MemoryResource> OwnSharedPath for ArenaMemoryResource<U> {
+    const NAME: &'static str = "ArenaMemoryResource";
     fn handles(&self) -> usize {
         Arc::strong_count(&self.inner)
     }

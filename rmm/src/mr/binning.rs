@@ -4,7 +4,7 @@ use crate::mr::forensics::{reported, LayerState};
 use std::fmt;
 use std::sync::Arc;
 
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
 use super::detail::live_set::LiveSet;
 use super::detail::quiesce_device;
 use super::detail::stream_cache::StreamCache;
@@ -332,7 +332,7 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
             if !self.is_simulated() {
                 if let Some(p) = self
                     .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
                 {
                     return Ok(p);
                 }
@@ -359,10 +359,9 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self
-            .graph
-            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
-        {
+        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(self.clone()))
+        }) {
             return;
         }
         if ptr.is_null() || !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
@@ -419,25 +418,8 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 }
 
-impl<U: MemoryResource> ChunkSource for BinningMemoryResource<U> {
-    fn source_name(&self) -> &'static str {
-        "BinningMemoryResource"
-    }
-    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        // The side stream never captures: this takes the shared path.
-        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
-    }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract; called from the graph memory, so the
-        // free takes the shared path.
-        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
-    }
+impl<U: MemoryResource> OwnSharedPath for BinningMemoryResource<U> {
+    const NAME: &'static str = "BinningMemoryResource";
     fn handles(&self) -> usize {
         Arc::strong_count(&self.inner)
     }

@@ -4,9 +4,8 @@ use crate::mr::forensics::reported;
 use std::fmt;
 use std::sync::Arc;
 
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
 use super::{GraphMemoryStats, MemoryResource};
-use crate::align::CUDA_ALLOCATION_ALIGNMENT;
 use crate::error::Result;
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
@@ -107,7 +106,7 @@ impl MemoryResource for CallbackMemoryResource {
             if !self.is_simulated() {
                 if let Some(p) = self
                     .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
                 {
                     return Ok(p);
                 }
@@ -116,10 +115,9 @@ impl MemoryResource for CallbackMemoryResource {
         })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self
-            .graph
-            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
-        {
+        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(self.clone()))
+        }) {
             return;
         }
         (self.inner.deallocate)(ptr, bytes, alignment, stream)
@@ -143,25 +141,8 @@ impl MemoryResource for CallbackMemoryResource {
     }
 }
 
-impl ChunkSource for CallbackMemoryResource {
-    fn source_name(&self) -> &'static str {
-        "CallbackMemoryResource"
-    }
-    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        // The side stream never captures: this takes the shared path.
-        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
-    }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract; called from the graph memory, so the
-        // free takes the shared path.
-        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
-    }
+impl OwnSharedPath for CallbackMemoryResource {
+    const NAME: &'static str = "CallbackMemoryResource";
     fn handles(&self) -> usize {
         Arc::strong_count(&self.inner)
     }

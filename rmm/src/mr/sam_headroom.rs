@@ -5,7 +5,7 @@ use crate::mr::forensics::reported;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::AddrMap;
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
 use super::detail::headroom::{split, Split};
 use super::system::{pageable_access_device, HostAllocations};
 use super::{GraphMemoryStats, MemoryResource, SimulatedMemoryResource};
@@ -238,7 +238,7 @@ impl MemoryResource for SamHeadroomMemoryResource {
             if !self.is_simulated() {
                 if let Some(p) = self
                     .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
                 {
                     return Ok(p);
                 }
@@ -271,10 +271,9 @@ impl MemoryResource for SamHeadroomMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self
-            .graph
-            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
-        {
+        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(self.clone()))
+        }) {
             return;
         }
         let host = &self.inner.host;
@@ -309,25 +308,8 @@ impl MemoryResource for SamHeadroomMemoryResource {
     }
 }
 
-impl ChunkSource for SamHeadroomMemoryResource {
-    fn source_name(&self) -> &'static str {
-        "SamHeadroomMemoryResource"
-    }
-    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        // The side stream never captures: this takes the shared path.
-        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
-    }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract; called from the graph memory, so the
-        // free takes the shared path.
-        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
-    }
+impl OwnSharedPath for SamHeadroomMemoryResource {
+    const NAME: &'static str = "SamHeadroomMemoryResource";
     fn handles(&self) -> usize {
         Arc::strong_count(&self.inner)
     }

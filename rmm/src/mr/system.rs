@@ -6,7 +6,7 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::detail::graph_memory::{ChunkSource, GraphMemory};
+use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
 use super::detail::live_set::LiveSet;
 use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
@@ -123,7 +123,7 @@ impl MemoryResource for SystemMemoryResource {
             if !self.is_simulated() {
                 if let Some(p) = self
                     .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(self.clone()))?
+                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
                 {
                     return Ok(p);
                 }
@@ -133,10 +133,9 @@ impl MemoryResource for SystemMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self
-            .graph
-            .deallocate(ptr, bytes, alignment, stream, || Arc::new(self.clone()))
-        {
+        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(self.clone()))
+        }) {
             return;
         }
         if self.host.take(ptr, bytes) {
@@ -181,25 +180,8 @@ pub(crate) fn pageable_access_device(what: &str) -> Result<DeviceId> {
     )))
 }
 
-impl ChunkSource for SystemMemoryResource {
-    fn source_name(&self) -> &'static str {
-        "SystemMemoryResource"
-    }
-    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
-        // The side stream never captures: this takes the shared path.
-        MemoryResource::allocate(self, bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
-    }
-    unsafe fn deallocate_chunk(
-        &self,
-        ptr: DevicePtr,
-        bytes: usize,
-        alignment: usize,
-        stream: CudaStreamView<'_>,
-    ) {
-        // SAFETY: forwarded contract; called from the graph memory, so the
-        // free takes the shared path.
-        unsafe { MemoryResource::deallocate(self, ptr, bytes, alignment, stream) }
-    }
+impl OwnSharedPath for SystemMemoryResource {
+    const NAME: &'static str = "SystemMemoryResource";
     fn handles(&self) -> usize {
         Arc::strong_count(&self.host)
     }

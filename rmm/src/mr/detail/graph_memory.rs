@@ -61,7 +61,7 @@ use crate::graph::{
     attach_lifetime, capture_of, captures_registered, registered_capture_of, side_stream, ActiveCapture,
     GraphLifetime, GraphPoolId, RelaxedCaptureMode,
 };
-use crate::mr::{check_base_alignment, GraphMemoryStats};
+use crate::mr::{check_base_alignment, GraphMemoryStats, MemoryResource};
 use crate::ptr::DevicePtr;
 use crate::stream::CudaStreamView;
 
@@ -134,6 +134,43 @@ pub(crate) trait ChunkSource: Send + Sync + 'static {
     /// Handles to the resource alive now, the graph memory's own included;
     /// `usize::MAX` for resources that are never dropped (stateless ones).
     fn handles(&self) -> usize;
+}
+
+/// A resource whose private pools take chunks through its own
+/// `MemoryResource` calls: made from inside the graph memory
+/// (`IN_SOURCE`) on the side stream, which never captures, they take its
+/// shared path.
+pub(crate) trait OwnSharedPath: MemoryResource + Clone {
+    /// A short name for messages.
+    const NAME: &'static str;
+    /// Handles to the resource alive now, the graph memory's own included.
+    fn handles(&self) -> usize;
+}
+
+/// The [`ChunkSource`] of an [`OwnSharedPath`] resource: a handle to it.
+pub(crate) struct OwnChunks<R>(pub(crate) R);
+
+impl<R: OwnSharedPath> ChunkSource for OwnChunks<R> {
+    fn source_name(&self) -> &'static str {
+        R::NAME
+    }
+    fn allocate_chunk(&self, bytes: usize, stream: CudaStreamView<'_>) -> Result<DevicePtr> {
+        self.0.allocate(bytes, CUDA_ALLOCATION_ALIGNMENT, stream)
+    }
+    unsafe fn deallocate_chunk(
+        &self,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) {
+        // SAFETY: forwarded contract; called from the graph memory, so the
+        // free takes the shared path.
+        unsafe { self.0.deallocate(ptr, bytes, alignment, stream) }
+    }
+    fn handles(&self) -> usize {
+        self.0.handles()
+    }
 }
 
 type PoolKey = (GraphPoolId, Option<DeviceId>);
