@@ -59,6 +59,10 @@
 //!   `DevicePtrMut`, kernel arguments), stream-ordered with rmm's streams.
 //!   cudarc stays loaded at run time; nothing of its safe API is in rmm's
 //!   public API without the feature.
+//! * `fault-injection` (tests only): `rmm::fault` fails chosen driver calls
+//!   before they are made and wraps resources in a failing upstream. Off by
+//!   default and compiled out; rmm's own tests turn it on (a
+//!   dev-dependency on itself).
 
 pub mod align;
 pub mod buffer;
@@ -68,6 +72,8 @@ pub mod dry_run;
 pub mod env;
 pub mod error;
 pub mod exec_policy;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub mod graph;
 pub mod interop;
 pub mod launch;

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys as cu;
 
-use super::{check, DRIVER_LIBRARY, ENTRY_POINTS};
+use super::{call, check, DRIVER_LIBRARY, ENTRY_POINTS};
 use crate::error::{Error, Result};
 
 /// A device's primary context (`CUcontext`), retained by [`primary_context`]
@@ -94,7 +94,7 @@ fn init_once() -> Result<()> {
         load_library()?;
         // SAFETY: load_library found every entry point; cuInit takes a flags
         // word only (0, the only value the driver accepts).
-        check(unsafe { cu::cuInit(0) }, "cuInit", 0)
+        check(call("cuInit", || unsafe { cu::cuInit(0) }), "cuInit", 0)
     })
     .clone()
 }
@@ -116,8 +116,12 @@ fn ask_device_count() -> usize {
         return 0;
     }
     let mut n = 0;
-    // SAFETY: `n` is a valid out-pointer for the call.
-    match check(unsafe { cu::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount", 0) {
+    match check(
+        // SAFETY: `n` is a valid out-pointer for the call.
+        call("cuDeviceGetCount", || unsafe { cu::cuDeviceGetCount(&mut n) }),
+        "cuDeviceGetCount",
+        0,
+    ) {
         Ok(()) => *DEVICE_COUNT.get_or_init(|| n.max(0) as usize),
         Err(_) => 0,
     }
@@ -163,7 +167,9 @@ pub(super) fn primary_context(device: i32) -> Result<ContextHandle> {
             // Another thread published the context first: keep one reference.
             // SAFETY: `dev` is the device handle our extra reference was
             // retained with just above; the published one keeps the context.
-            let status = unsafe { cu::cuDevicePrimaryCtxRelease_v2(dev) };
+            let status = call("cuDevicePrimaryCtxRelease_v2", || unsafe {
+                cu::cuDevicePrimaryCtxRelease_v2(dev)
+            });
             if let Err(e) = check(status, "cuDevicePrimaryCtxRelease_v2", 0) {
                 log::warn!("cuDevicePrimaryCtxRelease of device {device}: {e}");
             }
@@ -185,7 +191,9 @@ fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, ContextHandle)> 
     let dev = device_handle(device)?;
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
     // SAFETY: `ctx` is a valid out-pointer; `dev` came from cuDeviceGet.
-    let status = unsafe { cu::cuDevicePrimaryCtxRetain(&mut ctx, dev) };
+    let status = call("cuDevicePrimaryCtxRetain", || unsafe {
+        cu::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+    });
     check(status, "cuDevicePrimaryCtxRetain", 0)?;
     Ok((dev, ContextHandle(ctx as usize)))
 }
@@ -193,8 +201,12 @@ fn retain_primary_context(device: i32) -> Result<(cu::CUdevice, ContextHandle)> 
 /// The driver's handle of the device with ordinal `device` (`cuDeviceGet`).
 pub(super) fn device_handle(device: i32) -> Result<cu::CUdevice> {
     let mut dev = 0;
-    // SAFETY: `dev` is a valid out-pointer; the driver checks the ordinal.
-    check(unsafe { cu::cuDeviceGet(&mut dev, device) }, "cuDeviceGet", 0)?;
+    check(
+        // SAFETY: `dev` is a valid out-pointer; the driver checks the ordinal.
+        call("cuDeviceGet", || unsafe { cu::cuDeviceGet(&mut dev, device) }),
+        "cuDeviceGet",
+        0,
+    )?;
     Ok(dev)
 }
 
@@ -237,8 +249,12 @@ pub fn ensure_context() -> Result<()> {
 fn make_context_current() -> Result<()> {
     init()?;
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
-    // SAFETY: `ctx` is a valid out-pointer for the call.
-    check(unsafe { cu::cuCtxGetCurrent(&mut ctx) }, "cuCtxGetCurrent", 0)?;
+    check(
+        // SAFETY: `ctx` is a valid out-pointer for the call.
+        call("cuCtxGetCurrent", || unsafe { cu::cuCtxGetCurrent(&mut ctx) }),
+        "cuCtxGetCurrent",
+        0,
+    )?;
     if ctx.is_null() {
         set_current_context(primary_context(0)?)?;
     }
@@ -281,8 +297,12 @@ fn again_with_context(mut f: impl FnMut() -> cu::CUresult) -> Result<cu::CUresul
 pub fn current_device() -> Result<i32> {
     ensure_context()?;
     let mut dev = 0;
-    // SAFETY: `dev` is a valid out-pointer; a context is current.
-    check(unsafe { cu::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice", 0)?;
+    check(
+        // SAFETY: `dev` is a valid out-pointer; a context is current.
+        call("cuCtxGetDevice", || unsafe { cu::cuCtxGetDevice(&mut dev) }),
+        "cuCtxGetDevice",
+        0,
+    )?;
     Ok(dev)
 }
 
@@ -302,15 +322,25 @@ pub(super) unsafe fn device_of_context(ctx: cu::CUcontext) -> Result<i32> {
             return Ok(d as i32);
         }
     }
-    // SAFETY: the caller's contract: `ctx` is live.
-    check(unsafe { cu::cuCtxPushCurrent_v2(ctx) }, "cuCtxPushCurrent_v2", 0)?;
+    check(
+        // SAFETY: the caller's contract: `ctx` is live.
+        call("cuCtxPushCurrent_v2", || unsafe { cu::cuCtxPushCurrent_v2(ctx) }),
+        "cuCtxPushCurrent_v2",
+        0,
+    )?;
     let mut dev = 0;
     // SAFETY: `dev` is a valid out-pointer; `ctx` is current.
-    let asked = check(unsafe { cu::cuCtxGetDevice(&mut dev) }, "cuCtxGetDevice", 0);
+    let asked = check(
+        call("cuCtxGetDevice", || unsafe { cu::cuCtxGetDevice(&mut dev) }),
+        "cuCtxGetDevice",
+        0,
+    );
     let mut popped: cu::CUcontext = std::ptr::null_mut();
     // SAFETY: pops the context pushed above; `popped` is a valid out-pointer.
     let pop = check(
-        unsafe { cu::cuCtxPopCurrent_v2(&mut popped) },
+        call("cuCtxPopCurrent_v2", || unsafe {
+            cu::cuCtxPopCurrent_v2(&mut popped)
+        }),
         "cuCtxPopCurrent_v2",
         0,
     );
@@ -328,7 +358,11 @@ pub fn set_current_device(device: i32) -> Result<()> {
 fn set_current_context(ctx: ContextHandle) -> Result<()> {
     // SAFETY: a ContextHandle is a retained primary context, live for the
     // life of the process.
-    check(unsafe { cu::cuCtxSetCurrent(ctx.raw()) }, "cuCtxSetCurrent", 0)
+    check(
+        call("cuCtxSetCurrent", || unsafe { cu::cuCtxSetCurrent(ctx.raw()) }),
+        "cuCtxSetCurrent",
+        0,
+    )
 }
 
 /// Free and total memory of the current device, in bytes.
@@ -336,7 +370,9 @@ pub fn mem_get_info() -> Result<(usize, usize)> {
     ensure_context()?;
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: both are valid out-pointers; a context is current.
-    let status = unsafe { cu::cuMemGetInfo_v2(&mut free, &mut total) };
+    let status = call("cuMemGetInfo_v2", || unsafe {
+        cu::cuMemGetInfo_v2(&mut free, &mut total)
+    });
     check(status, "cuMemGetInfo_v2", 0)?;
     Ok((free, total))
 }
@@ -347,7 +383,9 @@ pub fn device_attribute(device: i32, attribute: cu::CUdevice_attribute) -> Resul
     let dev = device_handle(device)?;
     let mut value = 0;
     // SAFETY: `value` is a valid out-pointer; `dev` came from cuDeviceGet.
-    let status = unsafe { cu::cuDeviceGetAttribute(&mut value, attribute, dev) };
+    let status = call("cuDeviceGetAttribute", || unsafe {
+        cu::cuDeviceGetAttribute(&mut value, attribute, dev)
+    });
     check(status, "cuDeviceGetAttribute", 0)?;
     Ok(value)
 }
@@ -394,7 +432,11 @@ pub fn supports_pageable_memory_access(device: i32) -> Result<bool> {
 pub fn device_synchronize() -> Result<()> {
     ensure_context()?;
     // SAFETY: no argument; a context is current.
-    check(unsafe { cu::cuCtxSynchronize() }, "cuCtxSynchronize", 0)
+    check(
+        call("cuCtxSynchronize", || unsafe { cu::cuCtxSynchronize() }),
+        "cuCtxSynchronize",
+        0,
+    )
 }
 
 /// Number of multiprocessors of `device`.
@@ -411,7 +453,9 @@ pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
     let (d, p) = (device_handle(device)?, device_handle(peer)?);
     let mut can = 0;
     // SAFETY: `can` is a valid out-pointer; both devices came from cuDeviceGet.
-    let status = unsafe { cu::cuDeviceCanAccessPeer(&mut can, d, p) };
+    let status = call("cuDeviceCanAccessPeer", || unsafe {
+        cu::cuDeviceCanAccessPeer(&mut can, d, p)
+    });
     check(status, "cuDeviceCanAccessPeer", 0)?;
     Ok(can != 0)
 }
@@ -422,7 +466,9 @@ pub fn enable_peer_access(peer: i32) -> Result<()> {
     let ctx = primary_context(peer)?;
     // SAFETY: `ctx` is a retained primary context (live for the process);
     // flags must be 0.
-    let status = unsafe { cu::cuCtxEnablePeerAccess(ctx.raw(), 0) };
+    let status = call("cuCtxEnablePeerAccess", || unsafe {
+        cu::cuCtxEnablePeerAccess(ctx.raw(), 0)
+    });
     if status == cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
         return Ok(());
     }

@@ -20,9 +20,9 @@ use std::num::NonZeroUsize;
 
 use cudarc::driver::sys as cu;
 
-use super::check;
 use super::device::{current_device, device_of_context, ensure_context};
 use super::stream::StreamHandle;
+use super::{call, check};
 use crate::error::{Error, Result};
 
 /// A `CUgraph`: made by [`stream_end_capture`] (owned by its caller, who
@@ -131,7 +131,9 @@ pub unsafe fn stream_begin_capture(stream: StreamHandle, mode: StreamCaptureMode
     ensure_context()?;
     // SAFETY: the caller's contract: `stream` is live; `mode` is a valid
     // enumerator.
-    let status = unsafe { cu::cuStreamBeginCapture_v2(stream.raw(), mode.raw()) };
+    let status = call("cuStreamBeginCapture_v2", || unsafe {
+        cu::cuStreamBeginCapture_v2(stream.raw(), mode.raw())
+    });
     check(status, "cuStreamBeginCapture_v2", 0)
 }
 
@@ -147,7 +149,9 @@ pub unsafe fn stream_end_capture(stream: StreamHandle) -> Result<GraphHandle> {
     let mut graph: cu::CUgraph = std::ptr::null_mut();
     // SAFETY: the caller's contract: `stream` is live; `graph` is a valid
     // out-pointer.
-    let status = unsafe { cu::cuStreamEndCapture(stream.raw(), &mut graph) };
+    let status = call("cuStreamEndCapture", || unsafe {
+        cu::cuStreamEndCapture(stream.raw(), &mut graph)
+    });
     check(status, "cuStreamEndCapture", 0)?;
     NonZeroUsize::new(graph as usize)
         .map(GraphHandle)
@@ -166,7 +170,7 @@ pub unsafe fn stream_capture_info(stream: StreamHandle) -> Result<CaptureState> 
     // SAFETY: the caller's contract: `stream` is live; `status`, `id` and
     // `graph` are valid out-pointers; the dependency outputs are optional
     // (null).
-    let result = unsafe {
+    let result = call("cuStreamGetCaptureInfo_v3", || unsafe {
         cu::cuStreamGetCaptureInfo_v3(
             stream.raw(),
             &mut status,
@@ -176,7 +180,7 @@ pub unsafe fn stream_capture_info(stream: StreamHandle) -> Result<CaptureState> 
             std::ptr::null_mut(),
             std::ptr::null_mut(),
         )
-    };
+    });
     check(result, "cuStreamGetCaptureInfo_v3", 0)?;
     Ok(match status {
         cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE => CaptureState::None,
@@ -202,7 +206,9 @@ pub fn exchange_capture_mode(mode: StreamCaptureMode) -> Result<StreamCaptureMod
     ensure_context()?;
     let mut raw = mode.raw();
     // SAFETY: `raw` is a valid in/out pointer holding a valid enumerator.
-    let status = unsafe { cu::cuThreadExchangeStreamCaptureMode(&mut raw) };
+    let status = call("cuThreadExchangeStreamCaptureMode", || unsafe {
+        cu::cuThreadExchangeStreamCaptureMode(&mut raw)
+    });
     check(status, "cuThreadExchangeStreamCaptureMode", 0)?;
     Ok(StreamCaptureMode::from_raw(raw))
 }
@@ -223,7 +229,9 @@ pub unsafe fn stream_device(stream: StreamHandle) -> Result<i32> {
     let mut ctx: cu::CUcontext = std::ptr::null_mut();
     // SAFETY: the caller's contract: `stream` is live; `ctx` is a valid
     // out-pointer.
-    let status = unsafe { cu::cuStreamGetCtx(stream.raw(), &mut ctx) };
+    let status = call("cuStreamGetCtx", || unsafe {
+        cu::cuStreamGetCtx(stream.raw(), &mut ctx)
+    });
     check(status, "cuStreamGetCtx", 0)?;
     // SAFETY: the context of a live stream is live.
     unsafe { device_of_context(ctx) }
@@ -242,7 +250,9 @@ pub unsafe fn graph_instantiate(graph: GraphHandle) -> Result<GraphExecHandle> {
     let flags = cu::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.0;
     // SAFETY: the caller's contract: `graph` is live and not used
     // concurrently; `exec` is a valid out-pointer.
-    let status = unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph.raw(), flags as u64) };
+    let status = call("cuGraphInstantiateWithFlags", || unsafe {
+        cu::cuGraphInstantiateWithFlags(&mut exec, graph.raw(), flags as u64)
+    });
     check(status, "cuGraphInstantiateWithFlags", 0)?;
     NonZeroUsize::new(exec as usize)
         .map(GraphExecHandle)
@@ -257,7 +267,9 @@ pub unsafe fn graph_instantiate(graph: GraphHandle) -> Result<GraphExecHandle> {
 pub unsafe fn graph_launch(exec: GraphExecHandle, stream: StreamHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract.
-    let status = unsafe { cu::cuGraphLaunch(exec.raw(), stream.raw()) };
+    let status = call("cuGraphLaunch", || unsafe {
+        cu::cuGraphLaunch(exec.raw(), stream.raw())
+    });
     check(status, "cuGraphLaunch", 0)
 }
 
@@ -268,7 +280,7 @@ pub unsafe fn graph_launch(exec: GraphExecHandle, stream: StreamHandle) -> Resul
 pub unsafe fn graph_destroy(graph: GraphHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live graph it owns, used no more.
-    let status = unsafe { cu::cuGraphDestroy(graph.raw()) };
+    let status = call("cuGraphDestroy", || unsafe { cu::cuGraphDestroy(graph.raw()) });
     check(status, "cuGraphDestroy", 0)
 }
 
@@ -280,7 +292,9 @@ pub unsafe fn graph_destroy(graph: GraphHandle) -> Result<()> {
 pub unsafe fn graph_exec_destroy(exec: GraphExecHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live executable graph, used no more.
-    let status = unsafe { cu::cuGraphExecDestroy(exec.raw()) };
+    let status = call("cuGraphExecDestroy", || unsafe {
+        cu::cuGraphExecDestroy(exec.raw())
+    });
     check(status, "cuGraphExecDestroy", 0)
 }
 
@@ -293,7 +307,9 @@ pub unsafe fn graph_node_count(graph: GraphHandle) -> Result<usize> {
     let mut count = 0usize;
     // SAFETY: the caller's contract; a null node array asks for the count
     // only, written through the valid out-pointer `count`.
-    let status = unsafe { cu::cuGraphGetNodes(graph.raw(), std::ptr::null_mut(), &mut count) };
+    let status = call("cuGraphGetNodes", || unsafe {
+        cu::cuGraphGetNodes(graph.raw(), std::ptr::null_mut(), &mut count)
+    });
     check(status, "cuGraphGetNodes", 0)?;
     Ok(count)
 }
@@ -319,7 +335,9 @@ pub unsafe fn user_object_create(
     let flags = cu::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC as u32;
     // SAFETY: `object` is a valid out-pointer; the caller's contract covers
     // what the driver later does with `data` and `destroy`.
-    let status = unsafe { cu::cuUserObjectCreate(&mut object, data, Some(destroy), 1, flags) };
+    let status = call("cuUserObjectCreate", || unsafe {
+        cu::cuUserObjectCreate(&mut object, data, Some(destroy), 1, flags)
+    });
     check(status, "cuUserObjectCreate", 0)?;
     NonZeroUsize::new(object as usize)
         .map(UserObjectHandle)
@@ -338,7 +356,9 @@ pub unsafe fn graph_retain_user_object_move(graph: GraphHandle, object: UserObje
     ensure_context()?;
     let flags = cu::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE as u32;
     // SAFETY: the caller's contract.
-    let status = unsafe { cu::cuGraphRetainUserObject(graph.raw(), object.raw(), 1, flags) };
+    let status = call("cuGraphRetainUserObject", || unsafe {
+        cu::cuGraphRetainUserObject(graph.raw(), object.raw(), 1, flags)
+    });
     check(status, "cuGraphRetainUserObject", 0)
 }
 
@@ -350,6 +370,8 @@ pub unsafe fn graph_retain_user_object_move(graph: GraphHandle, object: UserObje
 pub unsafe fn user_object_release(object: UserObjectHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract.
-    let status = unsafe { cu::cuUserObjectRelease(object.raw(), 1) };
+    let status = call("cuUserObjectRelease", || unsafe {
+        cu::cuUserObjectRelease(object.raw(), 1)
+    });
     check(status, "cuUserObjectRelease", 0)
 }

@@ -13,9 +13,9 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
 
-use super::check;
 use super::device::{device_handle, ensure_context, primary_context};
 use super::stream::StreamHandle;
+use super::{call, check};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 
@@ -24,7 +24,7 @@ pub fn mem_alloc(bytes: usize) -> Result<DevicePtr> {
     ensure_context()?;
     let mut p: cu::CUdeviceptr = 0;
     // SAFETY: `p` is a valid out-pointer; a context is current.
-    let status = unsafe { cu::cuMemAlloc_v2(&mut p, bytes) };
+    let status = call("cuMemAlloc_v2", || unsafe { cu::cuMemAlloc_v2(&mut p, bytes) });
     check(status, "cuMemAlloc_v2", bytes)?;
     Ok(DevicePtr::new(p))
 }
@@ -36,7 +36,11 @@ pub fn mem_alloc(bytes: usize) -> Result<DevicePtr> {
 pub unsafe fn mem_free(ptr: DevicePtr) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: `ptr` is a live allocation of ours.
-    check(unsafe { cu::cuMemFree_v2(ptr.addr()) }, "cuMemFree_v2", 0)
+    check(
+        call("cuMemFree_v2", || unsafe { cu::cuMemFree_v2(ptr.addr()) }),
+        "cuMemFree_v2",
+        0,
+    )
 }
 
 /// `cuMemAllocManaged` with global attachment.
@@ -45,7 +49,9 @@ pub fn mem_alloc_managed(bytes: usize) -> Result<DevicePtr> {
     let mut p: cu::CUdeviceptr = 0;
     let global = cu::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
     // SAFETY: `p` is a valid out-pointer; a context is current.
-    let status = unsafe { cu::cuMemAllocManaged(&mut p, bytes, global) };
+    let status = call("cuMemAllocManaged", || unsafe {
+        cu::cuMemAllocManaged(&mut p, bytes, global)
+    });
     check(status, "cuMemAllocManaged", bytes)?;
     Ok(DevicePtr::new(p))
 }
@@ -56,7 +62,9 @@ pub fn mem_host_alloc(bytes: usize) -> Result<DevicePtr> {
     let mut p: *mut c_void = std::ptr::null_mut();
     // CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP
     // SAFETY: `p` is a valid out-pointer; a context is current.
-    let status = unsafe { cu::cuMemHostAlloc(&mut p, bytes, 0x01 | 0x02) };
+    let status = call("cuMemHostAlloc", || unsafe {
+        cu::cuMemHostAlloc(&mut p, bytes, 0x01 | 0x02)
+    });
     check(status, "cuMemHostAlloc", bytes)?;
     Ok(DevicePtr::new(p as u64))
 }
@@ -68,7 +76,9 @@ pub fn mem_host_alloc(bytes: usize) -> Result<DevicePtr> {
 pub unsafe fn mem_free_host(ptr: DevicePtr) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: `ptr` is a live host allocation of ours.
-    let status = unsafe { cu::cuMemFreeHost(ptr.addr() as *mut c_void) };
+    let status = call("cuMemFreeHost", || unsafe {
+        cu::cuMemFreeHost(ptr.addr() as *mut c_void)
+    });
     check(status, "cuMemFreeHost", 0)
 }
 
@@ -83,7 +93,9 @@ pub unsafe fn memcpy_async(dst: u64, src: u64, bytes: usize, stream: StreamHandl
         return Ok(());
     }
     // SAFETY: the caller's contract covers both ranges and the stream.
-    let status = unsafe { cu::cuMemcpyAsync(dst, src, bytes, stream.raw()) };
+    let status = call("cuMemcpyAsync", || unsafe {
+        cu::cuMemcpyAsync(dst, src, bytes, stream.raw())
+    });
     check(status, "cuMemcpyAsync", 0)
 }
 
@@ -107,7 +119,9 @@ pub unsafe fn memcpy_peer_async(
     let sctx = primary_context(src_device)?.raw();
     // SAFETY: the caller's contract covers both ranges and the stream; both
     // contexts are retained primary contexts.
-    let status = unsafe { cu::cuMemcpyPeerAsync(dst, dctx, src, sctx, bytes, stream.raw()) };
+    let status = call("cuMemcpyPeerAsync", || unsafe {
+        cu::cuMemcpyPeerAsync(dst, dctx, src, sctx, bytes, stream.raw())
+    });
     check(status, "cuMemcpyPeerAsync", 0)
 }
 
@@ -127,7 +141,7 @@ pub unsafe fn memset_async(
     if count == 0 {
         return Ok(());
     }
-    let call = match element_size {
+    let name = match element_size {
         1 => "cuMemsetD8Async",
         2 => "cuMemsetD16Async",
         4 => "cuMemsetD32Async",
@@ -141,14 +155,14 @@ pub unsafe fn memset_async(
     // SAFETY: the caller's contract covers the range (`count` elements of
     // `element_size` bytes, the width of the entry point called) and the
     // stream.
-    let status = unsafe {
+    let status = call(name, || unsafe {
         match element_size {
             1 => cu::cuMemsetD8Async(dst, value as u8, count, s),
             2 => cu::cuMemsetD16Async(dst, value as u16, count, s),
             _ => cu::cuMemsetD32Async(dst, value, count, s),
         }
-    };
-    check(status, call, 0)
+    });
+    check(status, name, 0)
 }
 
 /// Prefetches managed memory to `device` (`cuMemPrefetchAsync`).
@@ -165,7 +179,9 @@ pub unsafe fn mem_prefetch_async(
     ensure_context()?;
     // SAFETY: the caller's contract covers the stream; the driver checks the
     // range and the device.
-    let status = unsafe { cu::cuMemPrefetchAsync(ptr.addr(), bytes, device, stream.raw()) };
+    let status = call("cuMemPrefetchAsync", || unsafe {
+        cu::cuMemPrefetchAsync(ptr.addr(), bytes, device, stream.raw())
+    });
     check(status, "cuMemPrefetchAsync", 0)
 }
 
@@ -184,7 +200,9 @@ pub fn mem_advise_preferred_location(ptr: DevicePtr, bytes: usize, device: Optio
     let advice = cu::CUmem_advise::CU_MEM_ADVISE_SET_PREFERRED_LOCATION;
     // SAFETY: advice only (no memory is read or written); the driver checks
     // the range and the location.
-    let status = unsafe { cu::cuMemAdvise(ptr.addr(), bytes, advice, location) };
+    let status = call("cuMemAdvise", || unsafe {
+        cu::cuMemAdvise(ptr.addr(), bytes, advice, location)
+    });
     check(status, "cuMemAdvise", 0)
 }
 
@@ -197,7 +215,7 @@ pub fn mem_range_last_prefetch_location(ptr: DevicePtr, bytes: usize) -> Result<
     let mut location: i32 = -2;
     // SAFETY: `location` is a valid out-pointer of the size passed (the
     // attribute is an `int`); the driver checks the range.
-    let status = unsafe {
+    let status = call("cuMemRangeGetAttribute", || unsafe {
         cu::cuMemRangeGetAttribute(
             (&mut location as *mut i32).cast(),
             std::mem::size_of::<i32>(),
@@ -205,7 +223,7 @@ pub fn mem_range_last_prefetch_location(ptr: DevicePtr, bytes: usize) -> Result<
             ptr.addr(),
             bytes,
         )
-    };
+    });
     check(status, "cuMemRangeGetAttribute", 0)?;
     Ok(location)
 }
@@ -226,13 +244,13 @@ pub fn pointer_kind(ptr: u64) -> Result<PointerKind> {
     ensure_context()?;
     let mut mem_type: u32 = 0;
     // SAFETY: `mem_type` is a valid out-pointer of the attribute's size.
-    let status = unsafe {
+    let status = call("cuPointerGetAttribute", || unsafe {
         cu::cuPointerGetAttribute(
             (&mut mem_type as *mut u32).cast(),
             cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
             ptr,
         )
-    };
+    });
     if status == cu::CUresult::CUDA_ERROR_INVALID_VALUE {
         return Ok(PointerKind::Unknown);
     }
@@ -243,13 +261,13 @@ pub fn pointer_kind(ptr: u64) -> Result<PointerKind> {
     let mut ordinal: i32 = -1;
     // SAFETY: `ordinal` is a valid out-pointer of the attribute's size (an
     // `int`); the driver knows `ptr` (it answered above).
-    let status = unsafe {
+    let status = call("cuPointerGetAttribute", || unsafe {
         cu::cuPointerGetAttribute(
             (&mut ordinal as *mut i32).cast(),
             cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
             ptr,
         )
-    };
+    });
     check(status, "cuPointerGetAttribute", 0)?;
     Ok(PointerKind::Device(ordinal))
 }

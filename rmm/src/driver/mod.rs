@@ -50,6 +50,35 @@ use cudarc::driver::sys as cu;
 
 use crate::error::{Error, Result};
 
+/// Makes one raw driver call `name`: runs `raw` and returns its status,
+/// unless fault injection (feature `fault-injection`, [`crate::fault`])
+/// fails the call, in which case `raw` is never run and the injected status
+/// is returned. Every raw call of the group files goes through here (the
+/// test `every_call_goes_through_the_hook` checks it); without the feature
+/// this is `raw()`.
+#[inline(always)]
+fn call(name: &'static str, raw: impl FnOnce() -> cu::CUresult) -> cu::CUresult {
+    #[cfg(feature = "fault-injection")]
+    if let Some(error) = crate::fault::driver_fault(name) {
+        return injected_status(error);
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = name;
+    raw()
+}
+
+/// The driver status of an injected fault.
+#[cfg(feature = "fault-injection")]
+#[cold]
+fn injected_status(error: crate::fault::InjectedError) -> cu::CUresult {
+    use crate::fault::InjectedError;
+    match error {
+        InjectedError::OutOfMemory => cu::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        InjectedError::LaunchFailed => cu::CUresult::CUDA_ERROR_LAUNCH_FAILED,
+        InjectedError::Unknown => cu::CUresult::CUDA_ERROR_UNKNOWN,
+    }
+}
+
 /// Maps a driver status to `Ok(())` or an [`Error`] via [`Error::from_cuda`].
 #[inline]
 fn check(status: cu::CUresult, call: &'static str, requested: usize) -> Result<()> {
@@ -191,6 +220,48 @@ const ENTRY_POINTS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every raw driver call of the group files (outside their tests) is
+    /// made through [`call`] under its own name, so fault injection can fail
+    /// any of them; `cuGetErrorName` (which only names a failure) is the one
+    /// exception.
+    #[test]
+    fn every_call_goes_through_the_hook() {
+        let files = [
+            include_str!("device.rs"),
+            include_str!("graph.rs"),
+            include_str!("memory.rs"),
+            include_str!("module.rs"),
+            include_str!("pool.rs"),
+            include_str!("stream.rs"),
+            include_str!("vmm.rs"),
+        ];
+        let mut hooked = 0;
+        for file in files {
+            let code = file.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+            for (at, _) in code.match_indices("cu::cu") {
+                let name: String = code[at + 4..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !code[at + 4 + name.len()..].starts_with('(') || !name.as_bytes()[2].is_ascii_uppercase() {
+                    continue; // a type or constant, not a call
+                }
+                let block = code[..at]
+                    .rfind("unsafe {")
+                    .expect("a driver call outside an unsafe block");
+                let before = &code[..block];
+                let by_name = before.ends_with(&format!("call(\"{name}\", || "));
+                let memset = name.starts_with("cuMemsetD") && before.ends_with("call(name, || ");
+                assert!(
+                    by_name || memset,
+                    "{name} is called without the fault-injection hook"
+                );
+                hooked += 1;
+            }
+        }
+        assert!(hooked > 70, "found only {hooked} hooked calls");
+    }
 
     /// Every `cu*` function the group files call is in [`ENTRY_POINTS`], so
     /// that [`super::init`] checks it before cudarc could panic on it.

@@ -12,9 +12,9 @@ use std::ffi::{c_void, CStr};
 
 use cudarc::driver::sys as cu;
 
-use super::check;
 use super::device::ensure_context;
 use super::stream::StreamHandle;
+use super::{call, check};
 use crate::error::{Error, Result};
 
 /// A `CUmodule` made by [`module_load_data`].
@@ -43,7 +43,9 @@ pub fn module_load_data(ptx_nul_terminated: &[u8]) -> Result<ModuleHandle> {
     let mut m: cu::CUmodule = std::ptr::null_mut();
     // SAFETY: `m` is a valid out-pointer; the image is NUL-terminated (checked
     // above), so the driver reads no further than the slice.
-    let status = unsafe { cu::cuModuleLoadData(&mut m, ptx_nul_terminated.as_ptr().cast()) };
+    let status = call("cuModuleLoadData", || unsafe {
+        cu::cuModuleLoadData(&mut m, ptx_nul_terminated.as_ptr().cast())
+    });
     check(status, "cuModuleLoadData", 0)?;
     Ok(ModuleHandle(m as usize))
 }
@@ -57,7 +59,9 @@ pub unsafe fn module_get_function(module: ModuleHandle, name: &CStr) -> Result<F
     let mut f: cu::CUfunction = std::ptr::null_mut();
     // SAFETY: `f` is a valid out-pointer, `name` a NUL-terminated string for
     // the call; the caller's contract: `module` is live.
-    let status = unsafe { cu::cuModuleGetFunction(&mut f, module.0 as cu::CUmodule, name.as_ptr()) };
+    let status = call("cuModuleGetFunction", || unsafe {
+        cu::cuModuleGetFunction(&mut f, module.0 as cu::CUmodule, name.as_ptr())
+    });
     check(status, "cuModuleGetFunction", 0)?;
     Ok(FunctionHandle(f as usize))
 }
@@ -77,14 +81,14 @@ pub unsafe fn occupancy_max_active_blocks(
     let mut blocks: std::os::raw::c_int = 0;
     // SAFETY: `blocks` is a valid out-pointer; the caller's contract:
     // `function` is live.
-    let status = unsafe {
+    let status = call("cuOccupancyMaxActiveBlocksPerMultiprocessor", || unsafe {
         cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
             &mut blocks,
             function.raw(),
             block_size as std::os::raw::c_int,
             dynamic_shared,
         )
-    };
+    });
     check(status, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 0)?;
     Ok(blocks)
 }
@@ -108,7 +112,7 @@ pub unsafe fn launch_kernel(
     // SAFETY: the caller's contract covers the handles, the parameters and
     // the kernel's memory; `extra` is null (parameters come through
     // `params` only).
-    let status = unsafe {
+    let status = call("cuLaunchKernel", || unsafe {
         cu::cuLaunchKernel(
             function.raw(),
             grid.0,
@@ -122,6 +126,6 @@ pub unsafe fn launch_kernel(
             params.as_mut_ptr(),
             std::ptr::null_mut(),
         )
-    };
+    });
     check(status, "cuLaunchKernel", 0)
 }

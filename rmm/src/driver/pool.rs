@@ -16,7 +16,7 @@ use cudarc::driver::sys as cu;
 
 use super::device::{device_attribute, ensure_context, with_context};
 use super::stream::StreamHandle;
-use super::{check, error_name, DRIVER_LIBRARY};
+use super::{call, check, error_name, DRIVER_LIBRARY};
 use crate::error::{Error, Result};
 use crate::ptr::DevicePtr;
 
@@ -68,7 +68,9 @@ pub unsafe fn mem_alloc_from_pool_async(
     let status = with_context(|| {
         // SAFETY: `p` is a valid out-pointer; the caller's contract: both
         // handles are live.
-        unsafe { cu::cuMemAllocFromPoolAsync(&mut p, bytes, pool.raw(), stream.raw()) }
+        call("cuMemAllocFromPoolAsync", || unsafe {
+            cu::cuMemAllocFromPoolAsync(&mut p, bytes, pool.raw(), stream.raw())
+        })
     })?;
     check(status, "cuMemAllocFromPoolAsync", bytes)?;
     Ok(DevicePtr::new(p))
@@ -83,7 +85,9 @@ pub unsafe fn mem_alloc_from_pool_async(
 pub unsafe fn mem_free_async(ptr: DevicePtr, stream: StreamHandle) -> Result<()> {
     let status = with_context(|| {
         // SAFETY: the caller's contract covers the allocation and the stream.
-        unsafe { cu::cuMemFreeAsync(ptr.addr(), stream.raw()) }
+        call("cuMemFreeAsync", || unsafe {
+            cu::cuMemFreeAsync(ptr.addr(), stream.raw())
+        })
     })?;
     check(status, "cuMemFreeAsync", 0)
 }
@@ -104,7 +108,9 @@ pub fn mem_pool_create(device: i32, handle_types: u32) -> Result<PoolHandle> {
     };
     let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: `pool` is a valid out-pointer and `props` a valid description.
-    let status = unsafe { cu::cuMemPoolCreate(&mut pool, &props) };
+    let status = call("cuMemPoolCreate", || unsafe {
+        cu::cuMemPoolCreate(&mut pool, &props)
+    });
     check(status, "cuMemPoolCreate", 0)?;
     Ok(PoolHandle(pool as usize))
 }
@@ -180,14 +186,14 @@ pub unsafe fn mem_pool_export_posix_fd(pool: PoolHandle) -> Result<i32> {
     let mut fd: std::ffi::c_int = -1;
     // SAFETY: `fd` is a valid out-pointer of the handle type's size (an
     // `int`); the caller's contract: `pool` is live.
-    let status = unsafe {
+    let status = call("cuMemPoolExportToShareableHandle", || unsafe {
         cu::cuMemPoolExportToShareableHandle(
             (&mut fd as *mut std::ffi::c_int).cast::<c_void>(),
             pool.raw(),
             cu::CUmemAllocationHandleType(HANDLE_TYPE_POSIX_FD),
             0,
         )
-    };
+    });
     check(status, "cuMemPoolExportToShareableHandle", 0)?;
     Ok(fd)
 }
@@ -201,14 +207,14 @@ pub fn mem_pool_import_posix_fd(fd: i32) -> Result<PoolHandle> {
     // SAFETY: `pool` is a valid out-pointer. The handle argument of a POSIX
     // descriptor is the descriptor itself, passed in the pointer-sized slot
     // (never dereferenced); the driver checks that it names an exported pool.
-    let status = unsafe {
+    let status = call("cuMemPoolImportFromShareableHandle", || unsafe {
         cu::cuMemPoolImportFromShareableHandle(
             &mut pool,
             fd as isize as *mut c_void,
             cu::CUmemAllocationHandleType(HANDLE_TYPE_POSIX_FD),
             0,
         )
-    };
+    });
     check(status, "cuMemPoolImportFromShareableHandle", 0)?;
     Ok(PoolHandle(pool as usize))
 }
@@ -220,7 +226,9 @@ pub fn mem_pool_export_pointer(ptr: DevicePtr) -> Result<[u8; 64]> {
     let mut data = cu::CUmemPoolPtrExportData { reserved: [0; 64] };
     // SAFETY: `data` is a valid out-pointer; the driver checks that `ptr` is
     // a live allocation of an exportable pool.
-    let status = unsafe { cu::cuMemPoolExportPointer(&mut data, ptr.addr()) };
+    let status = call("cuMemPoolExportPointer", || unsafe {
+        cu::cuMemPoolExportPointer(&mut data, ptr.addr())
+    });
     check(status, "cuMemPoolExportPointer", 0)?;
     Ok(data.reserved)
 }
@@ -236,7 +244,9 @@ pub unsafe fn mem_pool_import_pointer(pool: PoolHandle, data: [u8; 64]) -> Resul
     let mut p: cu::CUdeviceptr = 0;
     // SAFETY: `p` and `share` are valid pointers for the call; the caller's
     // contract: `pool` is live; the driver checks the export data.
-    let status = unsafe { cu::cuMemPoolImportPointer(&mut p, pool.raw(), &mut share) };
+    let status = call("cuMemPoolImportPointer", || unsafe {
+        cu::cuMemPoolImportPointer(&mut p, pool.raw(), &mut share)
+    });
     check(status, "cuMemPoolImportPointer", 0)?;
     Ok(DevicePtr::new(p))
 }
@@ -258,7 +268,11 @@ pub fn supports_posix_fd_pools(device: i32) -> Result<bool> {
 pub unsafe fn mem_pool_destroy(pool: PoolHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live pool of ours, used no more.
-    check(unsafe { cu::cuMemPoolDestroy(pool.raw()) }, "cuMemPoolDestroy", 0)
+    check(
+        call("cuMemPoolDestroy", || unsafe { cu::cuMemPoolDestroy(pool.raw()) }),
+        "cuMemPoolDestroy",
+        0,
+    )
 }
 
 /// Releases a pool's unused memory down to `keep` bytes (`cuMemPoolTrimTo`).
@@ -268,7 +282,9 @@ pub unsafe fn mem_pool_destroy(pool: PoolHandle) -> Result<()> {
 pub unsafe fn mem_pool_trim_to(pool: PoolHandle, keep: usize) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: `pool` is live.
-    let status = unsafe { cu::cuMemPoolTrimTo(pool.raw(), keep) };
+    let status = call("cuMemPoolTrimTo", || unsafe {
+        cu::cuMemPoolTrimTo(pool.raw(), keep)
+    });
     check(status, "cuMemPoolTrimTo", 0)
 }
 
@@ -281,7 +297,9 @@ pub unsafe fn mem_pool_set_i32(pool: PoolHandle, attr: PoolAttribute, value: i32
     let mut v = value;
     // SAFETY: `v` is an `int`, the size of the attributes this is used for;
     // the caller's contract: `pool` is live.
-    let status = unsafe { cu::cuMemPoolSetAttribute(pool.raw(), attr, (&mut v as *mut i32).cast()) };
+    let status = call("cuMemPoolSetAttribute", || unsafe {
+        cu::cuMemPoolSetAttribute(pool.raw(), attr, (&mut v as *mut i32).cast())
+    });
     check(status, "cuMemPoolSetAttribute", 0)
 }
 
@@ -294,7 +312,9 @@ pub unsafe fn mem_pool_set_u64(pool: PoolHandle, attr: PoolAttribute, value: u64
     let mut v = value;
     // SAFETY: `v` is a `cuuint64_t`, the size of the attributes this is used
     // for; the caller's contract: `pool` is live.
-    let status = unsafe { cu::cuMemPoolSetAttribute(pool.raw(), attr, (&mut v as *mut u64).cast()) };
+    let status = call("cuMemPoolSetAttribute", || unsafe {
+        cu::cuMemPoolSetAttribute(pool.raw(), attr, (&mut v as *mut u64).cast())
+    });
     check(status, "cuMemPoolSetAttribute", 0)
 }
 
@@ -307,7 +327,9 @@ pub unsafe fn mem_pool_get_u64(pool: PoolHandle, attr: PoolAttribute) -> Result<
     let mut v: u64 = 0;
     // SAFETY: `v` is a valid out-pointer of the 64-bit attributes' size; the
     // caller's contract: `pool` is live.
-    let status = unsafe { cu::cuMemPoolGetAttribute(pool.raw(), attr, (&mut v as *mut u64).cast()) };
+    let status = call("cuMemPoolGetAttribute", || unsafe {
+        cu::cuMemPoolGetAttribute(pool.raw(), attr, (&mut v as *mut u64).cast())
+    });
     check(status, "cuMemPoolGetAttribute", 0)?;
     Ok(v)
 }
@@ -322,13 +344,13 @@ pub fn is_driver_pool_memory(ptr: u64) -> Result<bool> {
     ensure_context()?;
     let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: `pool` is a valid out-pointer of the attribute's size (a handle).
-    let status = unsafe {
+    let status = call("cuPointerGetAttribute", || unsafe {
         cu::cuPointerGetAttribute(
             (&mut pool as *mut cu::CUmemoryPool).cast(),
             cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
             ptr,
         )
-    };
+    });
     if status == cu::CUresult::CUDA_ERROR_INVALID_VALUE {
         return Ok(false);
     }

@@ -12,8 +12,8 @@ use std::num::NonZeroUsize;
 
 use cudarc::driver::sys as cu;
 
-use super::check;
 use super::device::ensure_context;
+use super::{call, check};
 use crate::error::{Error, Result};
 
 /// A `CUstream`: one of ours, one of another library (entered through
@@ -77,8 +77,12 @@ pub fn stream_create(non_blocking: bool) -> Result<StreamHandle> {
     } else {
         cu::CUstream_flags::CU_STREAM_DEFAULT as u32
     };
-    // SAFETY: `s` is a valid out-pointer; a context is current.
-    check(unsafe { cu::cuStreamCreate(&mut s, flags) }, "cuStreamCreate", 0)?;
+    check(
+        // SAFETY: `s` is a valid out-pointer; a context is current.
+        call("cuStreamCreate", || unsafe { cu::cuStreamCreate(&mut s, flags) }),
+        "cuStreamCreate",
+        0,
+    )?;
     Ok(StreamHandle(s as usize))
 }
 
@@ -91,7 +95,9 @@ pub fn stream_create(non_blocking: bool) -> Result<StreamHandle> {
 pub unsafe fn stream_destroy(stream: StreamHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live stream of ours, used no more.
-    let status = unsafe { cu::cuStreamDestroy_v2(stream.raw()) };
+    let status = call("cuStreamDestroy_v2", || unsafe {
+        cu::cuStreamDestroy_v2(stream.raw())
+    });
     check(status, "cuStreamDestroy_v2", 0)
 }
 
@@ -102,7 +108,9 @@ pub unsafe fn stream_destroy(stream: StreamHandle) -> Result<()> {
 pub unsafe fn stream_synchronize(stream: StreamHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: `stream` is live.
-    let status = unsafe { cu::cuStreamSynchronize(stream.raw()) };
+    let status = call("cuStreamSynchronize", || unsafe {
+        cu::cuStreamSynchronize(stream.raw())
+    });
     check(status, "cuStreamSynchronize", 0)
 }
 
@@ -113,7 +121,7 @@ pub unsafe fn stream_synchronize(stream: StreamHandle) -> Result<()> {
 pub unsafe fn stream_query(stream: StreamHandle) -> Result<bool> {
     ensure_context()?;
     // SAFETY: the caller's contract: `stream` is live.
-    let status = unsafe { cu::cuStreamQuery(stream.raw()) };
+    let status = call("cuStreamQuery", || unsafe { cu::cuStreamQuery(stream.raw()) });
     match status {
         cu::CUresult::CUDA_SUCCESS => Ok(true),
         cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
@@ -128,7 +136,9 @@ pub unsafe fn stream_query(stream: StreamHandle) -> Result<bool> {
 pub unsafe fn stream_wait_event(stream: StreamHandle, event: EventHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: both handles are live; flags must be 0.
-    let status = unsafe { cu::cuStreamWaitEvent(stream.raw(), event.raw(), 0) };
+    let status = call("cuStreamWaitEvent", || unsafe {
+        cu::cuStreamWaitEvent(stream.raw(), event.raw(), 0)
+    });
     check(status, "cuStreamWaitEvent", 0)
 }
 
@@ -141,8 +151,12 @@ pub fn event_create(timing: bool) -> Result<EventHandle> {
     } else {
         cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
     };
-    // SAFETY: `e` is a valid out-pointer; a context is current.
-    check(unsafe { cu::cuEventCreate(&mut e, flags) }, "cuEventCreate", 0)?;
+    check(
+        // SAFETY: `e` is a valid out-pointer; a context is current.
+        call("cuEventCreate", || unsafe { cu::cuEventCreate(&mut e, flags) }),
+        "cuEventCreate",
+        0,
+    )?;
     NonZeroUsize::new(e as usize)
         .map(EventHandle)
         .ok_or_else(|| Error::Logic("cuEventCreate succeeded without an event".into()))
@@ -155,7 +169,9 @@ pub fn event_create(timing: bool) -> Result<EventHandle> {
 pub unsafe fn event_destroy(event: EventHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live event of ours, used no more.
-    let status = unsafe { cu::cuEventDestroy_v2(event.raw()) };
+    let status = call("cuEventDestroy_v2", || unsafe {
+        cu::cuEventDestroy_v2(event.raw())
+    });
     check(status, "cuEventDestroy_v2", 0)
 }
 
@@ -166,7 +182,9 @@ pub unsafe fn event_destroy(event: EventHandle) -> Result<()> {
 pub unsafe fn event_record(event: EventHandle, stream: StreamHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: both handles are live.
-    let status = unsafe { cu::cuEventRecord(event.raw(), stream.raw()) };
+    let status = call("cuEventRecord", || unsafe {
+        cu::cuEventRecord(event.raw(), stream.raw())
+    });
     check(status, "cuEventRecord", 0)
 }
 
@@ -177,7 +195,9 @@ pub unsafe fn event_record(event: EventHandle, stream: StreamHandle) -> Result<(
 pub unsafe fn event_synchronize(event: EventHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: `event` is live.
-    let status = unsafe { cu::cuEventSynchronize(event.raw()) };
+    let status = call("cuEventSynchronize", || unsafe {
+        cu::cuEventSynchronize(event.raw())
+    });
     check(status, "cuEventSynchronize", 0)
 }
 
@@ -190,7 +210,9 @@ pub unsafe fn event_elapsed_ms(start: EventHandle, end: EventHandle) -> Result<f
     let mut ms = 0f32;
     // SAFETY: `ms` is a valid out-pointer; the caller's contract: both
     // events are live.
-    let status = unsafe { cu::cuEventElapsedTime(&mut ms, start.raw(), end.raw()) };
+    let status = call("cuEventElapsedTime", || unsafe {
+        cu::cuEventElapsedTime(&mut ms, start.raw(), end.raw())
+    });
     check(status, "cuEventElapsedTime", 0)?;
     Ok(ms)
 }

@@ -11,8 +11,8 @@
 
 use cudarc::driver::sys as cu;
 
-use super::check;
 use super::device::ensure_context;
+use super::{call, check};
 use crate::error::Result;
 use crate::ptr::DevicePtr;
 
@@ -42,7 +42,9 @@ pub fn vmm_granularity(device: i32) -> Result<usize> {
     let mut g = 0usize;
     let minimum = cu::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM;
     // SAFETY: `g` is a valid out-pointer and `prop` a valid description.
-    let status = unsafe { cu::cuMemGetAllocationGranularity(&mut g, &prop, minimum) };
+    let status = call("cuMemGetAllocationGranularity", || unsafe {
+        cu::cuMemGetAllocationGranularity(&mut g, &prop, minimum)
+    });
     check(status, "cuMemGetAllocationGranularity", 0)?;
     Ok(g)
 }
@@ -52,7 +54,9 @@ pub fn vmm_reserve(bytes: usize, alignment: usize) -> Result<DevicePtr> {
     ensure_context()?;
     let mut p: cu::CUdeviceptr = 0;
     // SAFETY: `p` is a valid out-pointer; no fixed address is asked for (0).
-    let status = unsafe { cu::cuMemAddressReserve(&mut p, bytes, alignment, 0, 0) };
+    let status = call("cuMemAddressReserve", || unsafe {
+        cu::cuMemAddressReserve(&mut p, bytes, alignment, 0, 0)
+    });
     check(status, "cuMemAddressReserve", bytes)?;
     Ok(DevicePtr::new(p))
 }
@@ -65,7 +69,9 @@ pub fn vmm_reserve(bytes: usize, alignment: usize) -> Result<DevicePtr> {
 pub unsafe fn vmm_free_reservation(ptr: DevicePtr, bytes: usize) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: our reservation, now empty.
-    let status = unsafe { cu::cuMemAddressFree(ptr.addr(), bytes) };
+    let status = call("cuMemAddressFree", || unsafe {
+        cu::cuMemAddressFree(ptr.addr(), bytes)
+    });
     check(status, "cuMemAddressFree", 0)
 }
 
@@ -76,7 +82,9 @@ pub fn vmm_create(device: i32, bytes: usize) -> Result<AllocationHandle> {
     let mut h: cu::CUmemGenericAllocationHandle = 0;
     // SAFETY: `h` is a valid out-pointer and `prop` a valid description;
     // flags must be 0.
-    let status = unsafe { cu::cuMemCreate(&mut h, bytes, &prop, 0) };
+    let status = call("cuMemCreate", || unsafe {
+        cu::cuMemCreate(&mut h, bytes, &prop, 0)
+    });
     check(status, "cuMemCreate", bytes)?;
     Ok(AllocationHandle(h))
 }
@@ -89,7 +97,11 @@ pub fn vmm_create(device: i32, bytes: usize) -> Result<AllocationHandle> {
 pub unsafe fn vmm_release(handle: AllocationHandle) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a live handle of ours, used no more.
-    check(unsafe { cu::cuMemRelease(handle.0) }, "cuMemRelease", 0)
+    check(
+        call("cuMemRelease", || unsafe { cu::cuMemRelease(handle.0) }),
+        "cuMemRelease",
+        0,
+    )
 }
 
 /// Maps `handle` at `ptr` and grants `device` read-write access.
@@ -101,7 +113,9 @@ pub unsafe fn vmm_map(ptr: DevicePtr, bytes: usize, handle: AllocationHandle, de
     ensure_context()?;
     // SAFETY: the caller's contract covers the handle and the range; offset
     // and flags are 0.
-    let status = unsafe { cu::cuMemMap(ptr.addr(), bytes, 0, handle.0, 0) };
+    let status = call("cuMemMap", || unsafe {
+        cu::cuMemMap(ptr.addr(), bytes, 0, handle.0, 0)
+    });
     check(status, "cuMemMap", bytes)?;
     let desc = cu::CUmemAccessDesc {
         location: cu::CUmemLocation {
@@ -111,7 +125,9 @@ pub unsafe fn vmm_map(ptr: DevicePtr, bytes: usize, handle: AllocationHandle, de
         flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: the range was mapped just above; `desc` is one valid descriptor.
-    let status = unsafe { cu::cuMemSetAccess(ptr.addr(), bytes, &desc, 1) };
+    let status = call("cuMemSetAccess", || unsafe {
+        cu::cuMemSetAccess(ptr.addr(), bytes, &desc, 1)
+    });
     let r = check(status, "cuMemSetAccess", bytes);
     if r.is_err() {
         // SAFETY: the range was mapped just above and nothing uses it yet.
@@ -128,5 +144,9 @@ pub unsafe fn vmm_map(ptr: DevicePtr, bytes: usize, handle: AllocationHandle, de
 pub unsafe fn vmm_unmap(ptr: DevicePtr, bytes: usize) -> Result<()> {
     ensure_context()?;
     // SAFETY: the caller's contract: a mapped range of ours, unused.
-    check(unsafe { cu::cuMemUnmap(ptr.addr(), bytes) }, "cuMemUnmap", 0)
+    check(
+        call("cuMemUnmap", || unsafe { cu::cuMemUnmap(ptr.addr(), bytes) }),
+        "cuMemUnmap",
+        0,
+    )
 }
