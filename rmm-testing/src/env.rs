@@ -11,6 +11,7 @@
 //! | `RMM_TEST_MAX_LOG2` | unset | `k`: the kernel tests skip sizes above `2^k` (for runs under compute-sanitizer) |
 //! | `RMM_SOAK_SECONDS` | 60 | how long `rmm/tests` soak test runs |
 //! | `RMM_SOAK_THREADS` | 32 | how many threads the soak test runs |
+//! | `RMM_FAULT_OPS` | 10^6 (release), 10^5 (debug) | operations per stack of the fault-injection model tests (`rmm/tests/faults_model.rs`) |
 //!
 //! ```
 //! // Unset (as in an ordinary `cargo test`), each reads as its default.
@@ -37,6 +38,9 @@ pub const TEST_MAX_LOG2: &str = "RMM_TEST_MAX_LOG2";
 pub const SOAK_SECONDS: &str = "RMM_SOAK_SECONDS";
 /// `RMM_SOAK_THREADS`: the soak test's thread count.
 pub const SOAK_THREADS: &str = "RMM_SOAK_THREADS";
+
+/// `RMM_FAULT_OPS`: operations per stack of the fault-injection model tests.
+pub const FAULT_OPS: &str = "RMM_FAULT_OPS";
 
 /// Whether `RMM_REQUIRE_GPU` is `1`.
 pub fn require_gpu() -> bool {
@@ -71,6 +75,17 @@ pub fn soak_seconds() -> u64 {
 /// `RMM_SOAK_THREADS` (default 32).
 pub fn soak_threads() -> usize {
     parsed(SOAK_THREADS).unwrap_or(32)
+}
+
+/// `RMM_FAULT_OPS` (default 10^6 in an optimised build, 10^5 in a debug
+/// build, where each operation is about ten times slower).
+pub fn fault_ops() -> u64 {
+    let default = if cfg!(debug_assertions) {
+        100_000
+    } else {
+        1_000_000
+    };
+    parsed(FAULT_OPS).unwrap_or(default)
 }
 
 fn parsed<T: std::str::FromStr>(name: &str) -> Option<T> {
