@@ -149,21 +149,27 @@ fn gpu_pool_over_cuda_survives_growth_faults() {
         PoolMemoryResource::new(up.clone(), PoolOptions::default().initial_pool_size(4 * MIB)).unwrap();
     let s = CudaStreamView::DEFAULT;
     let mut live = Live::default();
-    // Each request is larger than what the pool has free: each one grows it.
+    // Requests larger than what the pool has free make it grow. Every
+    // second growth attempt fails: the pool's halving retry absorbs some;
+    // then every attempt fails, and a request beyond what is free surfaces.
     let sizes: Vec<usize> = (0..24).map(|i| (8 + 8 * (i % 3)) * MIB).collect();
-    let faults = DriverFaults::inject(FaultPlan::call("cuMemAlloc").trigger(Trigger::EveryNth(2)));
-    let mut failures = 0;
-    for n in &sizes {
-        failures += allocate_all(&pool, &[*n], s, &mut live, Some(&faults));
-        assert_eq!(pool.pool_size(), up.live_bytes(), "pool chunks vs upstream");
-        assert_eq!(
-            pool.pool_size() - pool.free_bytes(),
-            live.rounded(),
-            "pool used bytes"
-        );
+    let (mut injected, mut failures) = (0, 0);
+    for (trigger, sizes) in [
+        (Trigger::EveryNth(2), &sizes[..]),
+        (Trigger::Always, &[8 * MIB, 1 << 31][..]),
+    ] {
+        let faults = DriverFaults::inject(FaultPlan::call("cuMemAlloc").trigger(trigger));
+        for n in sizes {
+            failures += allocate_all(&pool, &[*n], s, &mut live, Some(&faults));
+            assert_eq!(pool.pool_size(), up.live_bytes(), "pool chunks vs upstream");
+            assert_eq!(
+                pool.pool_size() - pool.free_bytes(),
+                live.rounded(),
+                "pool used bytes"
+            );
+        }
+        injected += faults.injected();
     }
-    let injected = faults.injected();
-    drop(faults);
     assert!(
         injected > 0 && failures > 0,
         "injected {injected}, failures {failures}"
