@@ -820,3 +820,115 @@ fn failed_construction_holds_nothing() {
         }
     }
 }
+
+/// Four threads share `mr` over the faulty upstream `up`: one model of the
+/// live allocations for all of them, so an overlap between threads is
+/// caught; `check` looks at the counters once they have joined, and the
+/// upstream holds nothing after the drop.
+fn threads_share<M: MemoryResource>(name: &str, up: Upstream, mr: M, check: impl Fn(&M, &Model, &Upstream)) {
+    const THREADS: u64 = 4;
+    up.fail(Trigger::rate(0.2, 77));
+    let model = Mutex::new(Model::default());
+    let ops = rmm_testing::env::fault_ops() / THREADS;
+    let failures = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (mr, model, failures) = (&mr, &model, &failures);
+            scope.spawn(move || {
+                let mut rng = SplitMix64(100 + t);
+                let mut mine: Vec<(u64, Live)> = Vec::new();
+                for _ in 0..ops {
+                    if mine.len() >= MAX_LIVE / 4 || (!mine.is_empty() && rng.below(100) < 45) {
+                        let (a, live) = mine.swap_remove(rng.below(mine.len()));
+                        let mut m = model.lock().unwrap();
+                        m.live.remove(&a);
+                        m.live_bytes -= live.bytes;
+                        drop(m);
+                        // SAFETY: allocated below with these arguments, freed once.
+                        unsafe {
+                            mr.deallocate(DevicePtr::new(a), live.bytes, live.alignment, stream(live.stream))
+                        };
+                        continue;
+                    }
+                    let live = Live {
+                        bytes: request_size(&mut rng, 16 * MIB),
+                        alignment: alignment(&mut rng),
+                        stream: rng.below(4),
+                    };
+                    match mr.allocate(live.bytes, live.alignment, stream(live.stream)) {
+                        Ok(p) => {
+                            model.lock().unwrap().insert(p, live);
+                            mine.push((p.addr(), live));
+                        }
+                        Err(e) => {
+                            assert!(e.is_out_of_memory(), "{e}");
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                for (a, live) in mine {
+                    let mut m = model.lock().unwrap();
+                    m.live.remove(&a);
+                    m.live_bytes -= live.bytes;
+                    drop(m);
+                    // SAFETY: allocated above with these arguments, freed once.
+                    unsafe {
+                        mr.deallocate(DevicePtr::new(a), live.bytes, live.alignment, stream(live.stream))
+                    };
+                }
+            });
+        }
+    });
+    let model = model.into_inner().unwrap();
+    assert!(model.live.is_empty());
+    check(&mr, &model, &up);
+    let injected = up.injected();
+    // Failures surface only from injected faults (the halving retry absorbs some).
+    assert!(failures.load(Ordering::Relaxed) <= injected && injected > 0);
+    up.stop();
+    let p = mr.allocate(MIB, 256, stream(0)).expect("serves again");
+    // SAFETY: allocated just above.
+    unsafe { mr.deallocate(p, MIB, 256, stream(0)) };
+    drop(mr);
+    assert_eq!(
+        (up.live_bytes(), up.bad_frees(), up.upstream().allocated_bytes()),
+        (0, 0, 0)
+    );
+    println!(
+        "faults-model threads4({name}): ops={} faults_injected={injected} faults_survived={injected} \
+         alloc_errors={} leaks=0 overlaps=0",
+        ops * THREADS,
+        failures.load(Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn threads_share_a_pool_under_faults() {
+    let up = FaultyResource::new(SimulatedMemoryResource::new(64 * GIB));
+    let mr = ThreadSafeAdaptor::new(pool(&up).unwrap());
+    threads_share("thread_safe(pool)", up, mr, |mr, model, up| {
+        check_pool(mr.upstream(), model, up)
+    });
+}
+
+/// Every request reaches the upstream: the statistics and tracking counters
+/// stay exact while four threads' requests fail at random.
+#[test]
+fn threads_share_statistics_and_tracking_under_faults() {
+    let up = FaultyResource::new(SimulatedMemoryResource::new(64 * GIB));
+    let mr = StatisticsAdaptor::new(TrackingAdaptor::new(up.clone(), false));
+    threads_share("statistics(tracking)", up, mr, |mr, model, up| {
+        let (bytes, count) = (mr.bytes_counter(), mr.allocations_counter());
+        assert_eq!((bytes.value, count.value), (0, 0), "statistics after every free");
+        assert_eq!(
+            count.total as usize, model.allocations_total,
+            "statistics total count"
+        );
+        assert_eq!(
+            bytes.total as usize, model.allocated_total,
+            "statistics total bytes"
+        );
+        check_tracking(mr.upstream(), model);
+        assert_eq!(up.live_bytes(), 0);
+    });
+}
