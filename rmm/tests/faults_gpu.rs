@@ -435,3 +435,50 @@ fn gpu_vm_pool_survives_map_faults() {
     memory_back("vm_pool", before);
     summary("cuMemMap+cuMemCreate+cuMemSetAccess/vm_pool", injected, errors);
 }
+
+/// A driver free that fails is never silent: it is logged and counted in
+/// `failed_driver_frees`. An injected failure makes no call, so the memory
+/// is still allocated afterwards: the test frees it for real once the
+/// faults stop, and the device's memory comes back.
+#[test]
+fn gpu_failed_driver_frees_are_counted() {
+    rmm_testing::require_gpu!();
+    let _serial = serial();
+    let before = free_memory();
+    let counted = rmm::mr::failed_driver_frees();
+    let cuda = CudaMemoryResource::new();
+    let s = CudaStreamView::DEFAULT;
+    let ptrs: Vec<DevicePtr> = (0..3).map(|_| cuda.allocate(64 * MIB, 256, s).unwrap()).collect();
+    let faults = DriverFaults::inject(FaultPlan::call("cuMemFree"));
+    for &p in &ptrs {
+        // SAFETY: allocated above; the injected failure leaves it allocated.
+        unsafe { cuda.deallocate(p, 64 * MIB, 256, s) };
+    }
+    let mut injected = faults.injected();
+    drop(faults);
+    assert_eq!((injected, rmm::mr::failed_driver_frees() - counted), (3, 3));
+    for &p in &ptrs {
+        // SAFETY: still allocated (the failed free made no driver call).
+        unsafe { cuda.deallocate(p, 64 * MIB, 256, s) };
+    }
+    let stream = CudaStream::new().unwrap();
+    let pool = CudaAsyncMemoryResource::new().unwrap();
+    let p = pool.allocate(64 * MIB, 256, stream.view()).unwrap();
+    let faults = DriverFaults::inject(FaultPlan::call("cuMemFreeAsync"));
+    // SAFETY: allocated above; the injected failure leaves it allocated.
+    unsafe { pool.deallocate(p, 64 * MIB, 256, stream.view()) };
+    injected += faults.injected();
+    drop(faults);
+    assert_eq!((injected, rmm::mr::failed_driver_frees() - counted), (4, 4));
+    // SAFETY: still allocated (the failed free made no driver call).
+    unsafe { pool.deallocate(p, 64 * MIB, 256, stream.view()) };
+    stream.synchronize().unwrap();
+    assert_eq!(rmm::mr::failed_driver_frees() - counted, 4);
+    drop((pool, stream));
+    memory_back("failed frees", before);
+    summary(
+        "cuMemFree+cuMemFreeAsync/failed frees counted",
+        injected,
+        injected,
+    );
+}

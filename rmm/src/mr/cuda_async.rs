@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::detail::driver_pools;
+use super::detail::failed_frees::failed_free;
 use super::{check_base_alignment, LayerState, MemoryResource};
 use crate::device::{current_device, ensure_current, DeviceGuard, DeviceId};
 use crate::driver::{self, PoolAttribute, PoolHandle};
@@ -453,7 +454,7 @@ unsafe fn free_under_its_device(misuse: Error, device: DeviceId, ptr: DevicePtr,
     // SAFETY: forwarded contract; the stream is live for the borrow.
     let freed = unsafe { driver::mem_free_async(ptr, stream.handle()) };
     if let Err(e) = freed {
-        log::error!("cuMemFreeAsync({ptr}) under {device} failed: {e}");
+        failed_free(&format!("{device}"), &format!("cuMemFreeAsync({ptr})"), &e);
     }
     drop(guard);
 }
@@ -462,5 +463,5 @@ unsafe fn free_under_its_device(misuse: Error, device: DeviceId, ptr: DevicePtr,
 #[cold]
 #[inline(never)]
 fn log_failed_free(what: &'static str, ptr: DevicePtr, e: Error) {
-    log::error!("{what}: cuMemFreeAsync({ptr}) failed: {e}");
+    failed_free(what, &format!("cuMemFreeAsync({ptr})"), &e);
 }

@@ -164,4 +164,5 @@ pub use system::SystemMemoryResource;
 pub use vm_pool::{VirtualPoolMemoryResource, VirtualPoolOptions};
 
 pub(crate) use detail::alignment::{check_base_alignment, check_pow2_alignment};
+pub use detail::failed_frees::failed_driver_frees;
 pub use resource::{FreeBlockStats, GraphMemoryStats, MemoryResource, SharedResource};

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::detail::failed_frees::failed_free;
 use super::detail::free_list::CoalescingFreeList;
 use super::detail::shell::{stream_ordered_memory_resource, Props, StreamOrderedResource};
 use super::detail::stream_ordered::Backing;
@@ -81,7 +82,7 @@ impl VmBacking {
         // SAFETY: the handle came from vmm_create; a successful mapping keeps
         // the memory alive until it is unmapped, so the handle is not needed.
         if let Err(e) = unsafe { driver::vmm_release(handle) } {
-            log::error!("VirtualPoolMemoryResource: cuMemRelease failed: {e}");
+            failed_free("VirtualPoolMemoryResource", "cuMemRelease", &e);
         }
         mapped?;
         self.pieces.push((at, bytes));
@@ -93,7 +94,7 @@ impl VmBacking {
         while let Some((at, n)) = self.pieces.pop() {
             // SAFETY: the piece was mapped by `map_more` and the pool is gone.
             if let Err(e) = unsafe { driver::vmm_unmap(DevicePtr::new(at), n) } {
-                log::error!("VirtualPoolMemoryResource: cuMemUnmap failed: {e}");
+                failed_free("VirtualPoolMemoryResource", "cuMemUnmap", &e);
             }
         }
         self.mapped = 0;
@@ -110,7 +111,7 @@ impl Backing for VmBacking {
         self.unmap_all();
         // SAFETY: the reservation came from vmm_reserve and nothing is mapped in it.
         if let Err(e) = unsafe { driver::vmm_free_reservation(DevicePtr::new(self.base), self.reserved) } {
-            log::error!("VirtualPoolMemoryResource: cuMemAddressFree failed: {e}");
+            failed_free("VirtualPoolMemoryResource", "cuMemAddressFree", &e);
         }
         self.reserved = 0;
     }
@@ -340,7 +341,7 @@ impl VirtualPoolMemoryResource {
             }
             // SAFETY: the piece lies in a free block and the device is idle.
             if let Err(e) = unsafe { driver::vmm_unmap(DevicePtr::new(at), n) } {
-                log::error!("VirtualPoolMemoryResource: cuMemUnmap failed: {e}");
+                failed_free("VirtualPoolMemoryResource", "cuMemUnmap", &e);
                 break;
             }
             s.backing.pieces.pop();

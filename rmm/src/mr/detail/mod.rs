@@ -14,6 +14,7 @@ pub(crate) mod annotations;
 pub(crate) mod arena_book;
 mod device;
 pub(crate) mod driver_pools;
+pub(crate) mod failed_frees;
 pub mod free_list;
 pub(crate) mod graph_memory;
 pub(crate) mod headroom;

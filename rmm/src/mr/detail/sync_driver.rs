@@ -97,7 +97,7 @@ unsafe fn free_shared<K: SyncDriverKind>(ptr: DevicePtr) {
     crate::graph::wait_for_other_captures();
     // SAFETY: the caller's contract.
     if let Err(e) = unsafe { K::driver_free(ptr) } {
-        log::error!("{}: {}({ptr}) failed: {e}", K::NAME, K::FREE_CALL);
+        super::failed_frees::failed_free(K::NAME, &format!("{}({ptr})", K::FREE_CALL), &e);
     }
 }
 
