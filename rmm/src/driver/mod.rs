@@ -51,7 +51,7 @@ use cudarc::driver::sys as cu;
 use crate::error::{Error, Result};
 
 /// Makes one raw driver call `name`: runs `raw` and returns its status,
-/// unless fault injection (feature `fault-injection`, [`crate::fault`])
+/// unless fault injection (feature `fault-injection`, `crate::fault`)
 /// fails the call, in which case `raw` is never run and the injected status
 /// is returned. Every raw call of the group files goes through here (the
 /// test `every_call_goes_through_the_hook` checks it); without the feature
