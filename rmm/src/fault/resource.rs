@@ -146,11 +146,15 @@ impl<U: MemoryResource> Clone for FaultyResource<U> {
 
 impl<U: MemoryResource> fmt::Debug for FaultyResource<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.state();
+        // The state is read first: the upstream's Debug may take its own locks.
+        let (trigger, injected, live_bytes) = {
+            let s = self.state();
+            (s.trigger, s.injected, s.live_bytes)
+        };
         f.debug_struct("FaultyResource")
-            .field("trigger", &s.trigger)
-            .field("injected", &s.injected)
-            .field("live_bytes", &s.live_bytes)
+            .field("trigger", &trigger)
+            .field("injected", &injected)
+            .field("live_bytes", &live_bytes)
             .field("upstream", &self.inner.upstream)
             .finish()
     }
