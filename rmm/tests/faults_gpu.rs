@@ -216,7 +216,8 @@ fn gpu_cuda_async_and_pool_over_it_survive_pool_alloc_faults() {
     live.free_all(&pool, s);
     drop(pool);
     assert_eq!((up.live_bytes(), up.live_allocations()), (0, 0));
-    stream.synchronize().unwrap();
+    // Every stream-ordered free done before the pool goes back to the driver.
+    rmm::device::synchronize().unwrap();
     drop(up);
     memory_back("cuda_async", before);
     summary(
@@ -380,7 +381,7 @@ fn gpu_containers_survive_copy_faults() {
     }
     assert!(injected > 0 && errors > 0, "injected {injected}, errors {errors}");
     drop((buffer, vector));
-    a.synchronize().unwrap();
+    rmm::device::synchronize().unwrap();
     assert_eq!((up.live_bytes(), up.live_allocations()), (0, 0));
     drop((up, a, b));
     memory_back("containers", before);
@@ -472,7 +473,7 @@ fn gpu_failed_driver_frees_are_counted() {
     assert_eq!((injected, rmm::mr::failed_driver_frees() - counted), (4, 4));
     // SAFETY: still allocated (the failed free made no driver call).
     unsafe { pool.deallocate(p, 64 * MIB, 256, stream.view()) };
-    stream.synchronize().unwrap();
+    rmm::device::synchronize().unwrap();
     assert_eq!(rmm::mr::failed_driver_frees() - counted, 4);
     drop((pool, stream));
     memory_back("failed frees", before);

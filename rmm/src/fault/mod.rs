@@ -23,7 +23,8 @@
 //! in one binary do not fail each other's calls. Counters say how many
 //! faults were injected, per guard and per call name
 //! ([`injected_count`]). Without the feature none of this is compiled: the
-//! driver calls carry no check at all.
+//! driver calls carry no check at all. (`cuInit` runs once per process and
+//! its result is kept: a fault injected there stays for the process.)
 //!
 //! ```
 //! use rmm::fault::{FaultPlan, FaultyResource, Trigger};
