@@ -10,10 +10,11 @@
 //! allocation overlaps a live one; the stack's counters stay exact; once
 //! the faults stop it serves again; and after it is dropped the upstream
 //! (a [`FaultyResource`] that only counts) holds nothing and the device's
-//! free memory is back. The tests skip without a GPU (and fail with
-//! `RMM_REQUIRE_GPU=1`); they run one at a time (a lock) so that the
-//! device's free memory is theirs to compare. Each prints a `faults-gpu`
-//! summary line.
+//! free memory is back (a device-wide figure: when another process moves
+//! it, the check says it is inconclusive instead of failing). The tests
+//! skip without a GPU (and fail with `RMM_REQUIRE_GPU=1`); they run one at
+//! a time (a lock), so that no other test of this binary moves the free
+//! memory. Each prints a `faults-gpu` summary line.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -44,12 +45,37 @@ fn free_memory() -> usize {
 }
 
 /// Asserts the device's free memory is back to `before`.
+///
+/// Free memory is device-wide: another process using the GPU moves it too.
+/// A shortfall therefore fails the test only when the free memory is
+/// steady (six samples 50 ms apart within [`SLACK`]) and stays short; when
+/// it moves, the check is reported as inconclusive (the upstream's live
+/// bytes, checked by every test, remain the leak check).
 fn memory_back(name: &str, before: usize) {
-    let after = free_memory();
-    assert!(
-        after + SLACK >= before,
+    if free_memory() + SLACK >= before {
+        return;
+    }
+    let samples: Vec<usize> = (0..6)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            free_memory()
+        })
+        .collect();
+    let (lo, hi) = (*samples.iter().min().unwrap(), *samples.iter().max().unwrap());
+    if hi + SLACK >= before {
+        return;
+    }
+    if hi - lo > SLACK {
+        println!(
+            "faults-gpu {name}: device memory check inconclusive: free memory moved by {} MiB while sampled \
+             (another process is using the GPU)",
+            (hi - lo) / MIB
+        );
+        return;
+    }
+    panic!(
         "{name}: {} MiB of device memory not returned",
-        (before - after) / MIB
+        (before - hi) / MIB
     );
 }
 
