@@ -7,7 +7,7 @@ use super::detail::free_list::CoalescingFreeList;
 use super::detail::shell::{
     chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
 };
-use super::detail::stream_ordered::Backing;
+use super::detail::stream_ordered::{Backing, Heads, Sizing};
 use super::{FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
@@ -99,8 +99,14 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
         align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
     }
 
-    fn is_head(&self, addr: u64) -> bool {
-        self.chunks.contains_key(&addr)
+    fn heads(&self) -> Heads {
+        Heads::at(self.chunks.keys().copied())
+    }
+
+    fn sizing(&self) -> Option<Sizing> {
+        Some(Sizing::Rounded {
+            max: self.max_allocation(),
+        })
     }
 
     fn chunk_of(&self, addr: u64) -> Option<(u64, usize)> {

@@ -10,10 +10,13 @@
 //! and `MemoryResource` impls, which only forward to the shell.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::graph_memory::{ChunkSource, GraphMemory};
-use super::stream_ordered::{Backing, StreamOrdered};
+use super::live_set::log_bad_free;
+use super::stream_ordered::{Backing, FastFree, Sizing, StreamKey, StreamOrdered};
+use super::stream_slots;
 use crate::device::DeviceId;
 use crate::error::Result;
 use crate::mr::{check_base_alignment, FreeBlockStats, GraphMemoryStats, MemoryResource};
@@ -59,6 +62,14 @@ impl Props {
 struct Inner<B: Backing> {
     state: Mutex<StreamOrdered<B>>,
     props: Props,
+    /// The per-stream fast paths' sizing; `None`: every call takes `state`.
+    fast: Option<Sizing>,
+    /// The resource's name, for messages of the fast paths.
+    name: &'static str,
+    /// This resource among all (the per-thread slot caches' key).
+    id: u64,
+    /// Frees the fast paths refused.
+    fast_bad_frees: AtomicUsize,
     /// The graph-private pools, in front of the shared lists.
     graph: Arc<GraphMemory>,
     /// Only ever called by a resource with graph memory of its own in
@@ -94,6 +105,10 @@ impl<B: Backing> StreamOrderedResource<B> {
     pub fn new(core: StreamOrdered<B>, props: Props) -> Self {
         StreamOrderedResource {
             inner: Arc::new(Inner {
+                fast: core.fast_sizing(),
+                name: core.backing.name(),
+                id: stream_slots::next_resource_id(),
+                fast_bad_frees: AtomicUsize::new(0),
                 state: Mutex::new(core),
                 props,
                 graph: GraphMemory::new(),
@@ -148,7 +163,56 @@ impl<B: Backing> StreamOrderedResource<B> {
                 return Ok(p);
             }
         }
+        if let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) {
+            if let Some(addr) = self.with_slot(stream, |l| l.take_request(size, bytes)).flatten() {
+                return Ok(DevicePtr::new(addr));
+            }
+        }
         self.allocate_shared(bytes, stream, false)
+    }
+
+    /// Runs `f` on `stream`'s list under its own lock (the per-stream fast
+    /// path; the core's lock only the first time this thread uses the
+    /// stream here); `None` when this thread cannot cache the slot (it is
+    /// exiting).
+    fn with_slot<R>(
+        &self,
+        stream: CudaStreamView,
+        f: impl FnOnce(&mut super::stream_ordered::StreamList<B::List>) -> R,
+    ) -> Option<R> {
+        let key = StreamKey::of(stream);
+        stream_slots::with_slot(
+            self.inner.id,
+            key,
+            || self.state().slot(stream),
+            |slot| f(&mut slot.lock()),
+        )
+    }
+
+    /// The fast path of a free: `true` when it is done (or refused and
+    /// logged), `false` when the core must look further.
+    fn free_fast(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
+        let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) else {
+            return false;
+        };
+        let outcome = self.with_slot(stream, |l| l.free_request(addr, bytes, size));
+        match outcome {
+            None | Some(FastFree::Elsewhere) => false,
+            Some(FastFree::Done) => true,
+            Some(FastFree::Refused(bad)) => {
+                self.inner.fast_bad_frees.fetch_add(1, Ordering::Relaxed);
+                log_bad_free(self.inner.name, addr, bytes, bad);
+                true
+            }
+            Some(FastFree::Overlaps) => {
+                self.inner.fast_bad_frees.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
+                    self.inner.name
+                );
+                true
+            }
+        }
     }
 
     /// An allocation from the shared lists; `no_device_sync` while serving
@@ -185,6 +249,9 @@ impl<B: Backing> StreamOrderedResource<B> {
         {
             return;
         }
+        if self.free_fast(ptr.addr(), bytes, stream) {
+            return;
+        }
         self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
 
@@ -200,7 +267,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// Frees refused so far.
     pub fn bad_frees(&self) -> usize {
-        self.state().bad_frees()
+        self.state().bad_frees() + self.inner.fast_bad_frees.load(Ordering::Relaxed)
     }
 
     /// [`MemoryResource::layer_state`] of the resource type `type_name`.
@@ -223,7 +290,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// [`MemoryResource::free_block_stats`], as the backing reports it.
     pub fn free_block_stats(&self) -> Option<FreeBlockStats> {
-        B::free_block_stats(self.state().lists())
+        self.state().free_block_stats()
     }
 }
 
