@@ -195,7 +195,8 @@ impl<B: Backing> StreamOrderedResource<B> {
         let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) else {
             return false;
         };
-        let outcome = self.with_slot(stream, |l| l.free_request(addr, bytes, size));
+        let stash = matches!(self.inner.fast, Some(Sizing::Rounded { .. }));
+        let outcome = self.with_slot(stream, |l| l.free_request(addr, bytes, size, stash));
         match outcome {
             None | Some(FastFree::Elsewhere) => false,
             Some(FastFree::Done) => true,
@@ -204,10 +205,9 @@ impl<B: Backing> StreamOrderedResource<B> {
                 log_bad_free(self.inner.name, addr, bytes, bad);
                 true
             }
-            Some(FastFree::Overlaps) => {
-                self.inner.fast_bad_frees.fetch_add(1, Ordering::Relaxed);
+            Some(FastFree::Overlaps(a, n)) => {
                 log::error!(
-                    "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
+                    "{}: free block {a:#x} ({n} bytes) overlaps free memory (internal error); dropped",
                     self.inner.name
                 );
                 true

@@ -207,7 +207,7 @@ impl<B: Backing> StreamOrdered<B> {
     pub fn set_check_frees(&mut self, on: bool) {
         self.check_frees = on;
         for slot in &self.lists {
-            slot.lock().live = on.then(LiveMap::default);
+            slot.lock_settled().live = on.then(LiveMap::default);
         }
     }
 
@@ -247,6 +247,7 @@ impl<B: Backing> StreamOrdered<B> {
             list: B::List::default(),
             live: self.check_frees.then(LiveMap::default),
             heads: self.backing.heads(),
+            stash: None,
         };
         self.lists.push(Arc::new(Slot::new(key, list)));
         self.lists.len() - 1
@@ -258,7 +259,7 @@ impl<B: Backing> StreamOrdered<B> {
         let heads = self.backing.heads();
         for (j, slot) in self.lists.iter().enumerate() {
             if j != i {
-                slot.lock().heads = heads.clone();
+                slot.lock_settled().heads = heads.clone();
             }
         }
         own.heads = heads;
@@ -268,7 +269,7 @@ impl<B: Backing> StreamOrdered<B> {
     pub fn add_fresh(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
         let i = self.index_of(stream);
         let slot = self.lists[i].clone();
-        let mut own = slot.lock();
+        let mut own = slot.lock_settled();
         self.refresh_heads(i, &mut own);
         if !own.put(addr, size) {
             log::error!(
@@ -302,7 +303,7 @@ impl<B: Backing> StreamOrdered<B> {
         }
         let i = self.index_of(stream);
         let slot = self.lists[i].clone();
-        let mut own = slot.lock();
+        let mut own = slot.lock_settled();
         if let Some(a) = own.take_request(size, bytes) {
             return Ok(a);
         }
@@ -321,7 +322,7 @@ impl<B: Backing> StreamOrdered<B> {
                 continue;
             }
             let other_slot = self.lists[j].clone();
-            let mut other = other_slot.lock();
+            let mut other = other_slot.lock_settled();
             if other.list.fits(size) && !self.needs_forbidden_sync(&other) {
                 self.make_safe_for((i, &mut own), (j, &mut other), stream)?;
                 if let Some(a) = other.list.take(size) {
@@ -337,7 +338,7 @@ impl<B: Backing> StreamOrdered<B> {
                 continue;
             }
             let other_slot = self.lists[j].clone();
-            let mut other = other_slot.lock();
+            let mut other = other_slot.lock_settled();
             if other.list.is_empty() || self.needs_forbidden_sync(&other) {
                 continue;
             }
@@ -379,7 +380,7 @@ impl<B: Backing> StreamOrdered<B> {
     /// it, if it was requested with `bytes`.
     fn remove_live(&self, addr: u64, bytes: usize) -> std::result::Result<(), BadFree> {
         for slot in &self.lists {
-            if let Some(live) = &mut slot.lock().live {
+            if let Some(live) = &mut slot.lock_settled().live {
                 match live.remove(addr, bytes) {
                     Err(BadFree::NotLive) => continue,
                     r => return r,
@@ -425,7 +426,7 @@ impl<B: Backing> StreamOrdered<B> {
             return;
         }
         let i = self.index_of(stream);
-        let mut own = self.lists[i].lock();
+        let mut own = self.lists[i].lock_settled();
         if !own.put(addr, size) {
             drop(own);
             self.bad_frees += 1;
@@ -444,12 +445,15 @@ impl<B: Backing> StreamOrdered<B> {
 
     /// Every stream's list, locked, in creation order.
     fn locked(&self) -> Vec<MutexGuard<'_, StreamList<B::List>>> {
-        self.lists.iter().map(|s| s.lock()).collect()
+        self.lists.iter().map(|s| s.lock_settled()).collect()
     }
 
     /// Total free bytes over all streams.
     pub fn free_bytes(&self) -> usize {
-        self.lists.iter().map(|s| s.lock().list.free_bytes()).sum()
+        self.lists
+            .iter()
+            .map(|s| s.lock_settled().list.free_bytes())
+            .sum()
     }
 
     /// The backing's report on every stream's free blocks.
@@ -461,7 +465,7 @@ impl<B: Backing> StreamOrdered<B> {
     /// Calls `f` on every stream's list.
     pub fn for_each_list(&mut self, mut f: impl FnMut(&mut B::List, &B)) {
         for slot in &self.lists {
-            f(&mut slot.lock().list, &self.backing);
+            f(&mut slot.lock_settled().list, &self.backing);
         }
     }
 
@@ -497,7 +501,7 @@ impl<B: Backing> StreamOrdered<B> {
                 fresh(own);
                 for (k, slot) in self.lists.iter().enumerate() {
                     if k != i && k != j {
-                        fresh(&mut slot.lock());
+                        fresh(&mut slot.lock_settled());
                     }
                 }
                 Ok(())
@@ -528,7 +532,7 @@ impl<B: Backing> StreamOrdered<B> {
         let _device =
             super::quiesce_device(self.backing.name(), "before release", self.device, self.simulated);
         for slot in &self.lists {
-            slot.lock().destroy_event();
+            slot.lock_settled().destroy_event();
         }
         if let Some(a) = &mut self.annotations {
             a.release();

@@ -106,6 +106,12 @@ pub(crate) struct StreamList<L> {
     pub live: Option<LiveMap>,
     /// The chunk heads, as of the backing's last growth.
     pub heads: Heads,
+    /// The block (address, size) freed last on the fast path, kept out of
+    /// `list` (unmerged) for the next allocation of its size on this
+    /// stream: a hot pair then touches neither the list nor the live
+    /// record's hash table. Free like the list's blocks; whoever takes the
+    /// slot through [`Slot::lock_settled`] finds it merged into `list`.
+    pub stash: Option<(u64, usize)>,
 }
 
 /// What a free on the fast path came to.
@@ -115,8 +121,10 @@ pub(crate) enum FastFree {
     Done,
     /// Refused: the pointer is live on this stream with another size.
     Refused(BadFree),
-    /// Refused: the block overlaps a free one (its live record is gone).
-    Overlaps,
+    /// This block or the one it displaced from the stash (address, size)
+    /// overlaps a free one and was dropped: an internal error, as only
+    /// frees the live record vouches for come here.
+    Overlaps(u64, usize),
     /// Not allocated on this stream: the core must look further.
     Elsewhere,
 }
@@ -125,6 +133,18 @@ impl<L: FreeBlocks> StreamList<L> {
     /// Takes a `size`-byte block for a request of `bytes` from this
     /// stream's own list and records it as live; `None` when none fits.
     pub fn take_request(&mut self, size: usize, bytes: usize) -> Option<u64> {
+        if let Some((addr, n)) = self.stash {
+            if n == size {
+                self.stash = None;
+                if let Some(live) = &mut self.live {
+                    // A stashed block's record was removed by its free.
+                    live.insert_unique(addr, bytes);
+                }
+                return Some(addr);
+            }
+            // Another size: the list's best fit, with the stash in it.
+            self.settle();
+        }
         let addr = self.list.take(size)?;
         self.record_live(addr, bytes);
         Some(addr)
@@ -140,8 +160,10 @@ impl<L: FreeBlocks> StreamList<L> {
     }
 
     /// Frees a request of `bytes` (a `size`-byte block) allocated on this
-    /// stream, in this stream's order.
-    pub fn free_request(&mut self, addr: u64, bytes: usize, size: usize) -> FastFree {
+    /// stream, in this stream's order; into the stash when `stash` (an
+    /// exact fit is a best fit), else into the list (which keeps a
+    /// fixed-size list first in, first out).
+    pub fn free_request(&mut self, addr: u64, bytes: usize, size: usize, stash: bool) -> FastFree {
         let Some(live) = &mut self.live else {
             return FastFree::Elsewhere;
         };
@@ -150,11 +172,28 @@ impl<L: FreeBlocks> StreamList<L> {
             Err(BadFree::NotLive) => return FastFree::Elsewhere,
             Err(bad) => return FastFree::Refused(bad),
         }
-        if !self.put(addr, size) {
-            return FastFree::Overlaps;
+        if !stash {
+            if !self.put(addr, size) {
+                return FastFree::Overlaps(addr, size);
+            }
+            self.mark_used();
+            return FastFree::Done;
         }
+        let displaced = self.stash.replace((addr, size));
         self.mark_used();
-        FastFree::Done
+        match displaced {
+            Some((a, n)) if !self.put(a, n) => FastFree::Overlaps(a, n),
+            _ => FastFree::Done,
+        }
+    }
+
+    /// Puts the stashed block, if any, into the list.
+    fn settle(&mut self) {
+        if let Some((a, n)) = self.stash.take() {
+            if !self.put(a, n) {
+                log::error!("stashed free block {a:#x}+{n} overlaps a free block (internal error); dropped");
+            }
+        }
     }
 
     /// Adds a free block; false when it overlaps a free one.
@@ -243,13 +282,25 @@ impl<L> Slot<L> {
                 list: L::default(),
                 live: None,
                 heads: Heads::Nowhere,
+                stash: None,
             },
         )
     }
 
     /// The stream's state, locked (a poisoned lock is taken over: the list
-    /// keeps its invariants between calls).
+    /// keeps its invariants between calls), for the fast paths.
     pub fn lock(&self) -> MutexGuard<'_, StreamList<L>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The stream's state, locked, with the stashed block merged into the
+    /// list: what every path but the fast ones works on.
+    pub fn lock_settled(&self) -> MutexGuard<'_, StreamList<L>>
+    where
+        L: FreeBlocks,
+    {
+        let mut l = self.lock();
+        l.settle();
+        l
     }
 }
