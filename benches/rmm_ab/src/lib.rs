@@ -50,7 +50,7 @@ pub struct Handle {
 
 /// Builds the resource `name` ([`rmm_replay::by_name`]: `cuda_async`, `pool`,
 /// `binning`, ... or a `simulated-` row without a GPU) with pools starting
-/// at `pool_bytes`; null when it cannot be built (the reason goes to
+/// (and arenas) at `pool_bytes`; null when it cannot be built (the reason goes to
 /// standard error).
 ///
 /// # Safety
@@ -60,6 +60,10 @@ pub unsafe extern "C" fn rmm_ab_new(name: *const c_char, pool_bytes: usize) -> *
     // SAFETY: the caller passes a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     let mut opts = ByNameOptions::default().pool_initial_size(pool_bytes);
+    if name.ends_with("arena") {
+        // The global arena as large as the pools (RMM's side gets the same).
+        opts = opts.arena_size(pool_bytes);
+    }
     if name.starts_with("simulated") {
         opts = opts.simulated_size(2 * pool_bytes.max(1 << 20));
     }
