@@ -13,14 +13,12 @@
 //! no other lock of the resource; only the core's holder takes two slot
 //! locks at once.
 
-use std::collections::HashSet;
-use std::hash::BuildHasherDefault;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::StreamKey;
 use crate::driver::{self, EventHandle};
 use crate::error::Result;
-use crate::mr::detail::free_list::{AddrHasher, FreeBlocks};
+use crate::mr::detail::free_list::FreeBlocks;
 use crate::mr::detail::live_set::{BadFree, LiveMap};
 use crate::stream::CudaStreamView;
 
@@ -33,14 +31,17 @@ pub(crate) enum Heads {
     Everywhere,
     /// No address: one contiguous range (the virtual pool).
     Nowhere,
-    /// These addresses.
-    At(Arc<HashSet<u64, BuildHasherDefault<AddrHasher>>>),
+    /// These addresses, sorted (a pool holds few chunks: a binary search
+    /// beats a hash).
+    At(Arc<[u64]>),
 }
 
 impl Heads {
     /// The heads at `addrs`.
     pub fn at(addrs: impl Iterator<Item = u64>) -> Heads {
-        Heads::At(Arc::new(addrs.collect()))
+        let mut v: Vec<u64> = addrs.collect();
+        v.sort_unstable();
+        Heads::At(v.into())
     }
 
     /// True when `addr` starts a chunk.
@@ -48,7 +49,7 @@ impl Heads {
         match self {
             Heads::Everywhere => true,
             Heads::Nowhere => false,
-            Heads::At(set) => set.contains(&addr),
+            Heads::At(sorted) => sorted.binary_search(&addr).is_ok(),
         }
     }
 }
