@@ -235,7 +235,12 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
 ///   under another current device fail with [`Error::Logic`]; the memory
 ///   goes back with its own device current, whichever is current at drop.
 ///
-/// Thread safety: one mutex guards the pool; clones share it.
+/// Thread safety: clones share one pool. Each stream's free list and
+/// live allocations have a lock of their own: an allocation its stream's
+/// list serves and a free on the allocation's stream take only that lock,
+/// so threads on different streams do not contend. Other paths (blocks
+/// from another stream, growth, a free on another stream, statistics)
+/// take the pool's lock as well.
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource};
