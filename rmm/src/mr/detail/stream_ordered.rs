@@ -131,6 +131,7 @@ impl StreamKey {
         StreamKey { raw, thread: None }
     }
 
+    #[inline]
     pub(crate) fn of(stream: CudaStreamView) -> StreamKey {
         if stream.is_per_thread_default() {
             StreamKey {

@@ -45,6 +45,7 @@ impl Heads {
     }
 
     /// True when `addr` starts a chunk.
+    #[inline]
     pub fn contains(&self, addr: u64) -> bool {
         match self {
             Heads::Everywhere => true,
@@ -67,6 +68,7 @@ pub(crate) enum Sizing {
 
 impl Sizing {
     /// The block for a request of `bytes`, when the fast path may serve it.
+    #[inline]
     pub fn block_size(self, bytes: usize) -> Option<usize> {
         match self {
             Sizing::Rounded { max } => {
@@ -290,6 +292,7 @@ impl<L> Slot<L> {
 
     /// The stream's state, locked (a poisoned lock is taken over: the list
     /// keeps its invariants between calls), for the fast paths.
+    #[inline]
     pub fn lock(&self) -> MutexGuard<'_, StreamList<L>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
