@@ -489,6 +489,15 @@ impl<B: Backing> StreamOrdered<B> {
             // A list is marked recorded only after its event was.
             (EventState::Clean | EventState::Recorded, _) => Ok(()),
             (EventState::Dirty, _) => {
+                // Every list stays locked across the synchronisation: a
+                // free on another stream meanwhile (its block's last use
+                // possibly queued after the synchronisation began) would
+                // otherwise be marked clean below.
+                let slots: Vec<_> = (0..self.lists.len())
+                    .filter(|&k| k != i && k != j)
+                    .map(|k| self.lists[k].clone())
+                    .collect();
+                let mut rest: Vec<_> = slots.iter().map(|s| s.lock_settled()).collect();
                 // A device synchronisation fails captures under way.
                 crate::graph::wait_for_other_captures();
                 driver::device_synchronize()?;
@@ -500,10 +509,8 @@ impl<B: Backing> StreamOrdered<B> {
                 };
                 fresh(other);
                 fresh(own);
-                for (k, slot) in self.lists.iter().enumerate() {
-                    if k != i && k != j {
-                        fresh(&mut slot.lock_settled());
-                    }
+                for l in &mut rest {
+                    fresh(l);
                 }
                 Ok(())
             }
