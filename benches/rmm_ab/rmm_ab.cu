@@ -381,7 +381,10 @@ int main(int argc, char** argv)
     std::getenv("RMM_AB_LAYER_THREADS") ? std::atoi(std::getenv("RMM_AB_LAYER_THREADS")) : 8;
   std::printf("impl,resource,workload,params,rep,ns_per_op,failed\n");
   for (auto const& name : wanted) {
-    std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2;
+    // 40% of the free memory, rounded down to 2 MiB: both pools refuse an
+    // initial size that is not a multiple of 256 bytes.
+    std::size_t const step = std::size_t{2} << 20;
+    std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2 / step * step;
     RmmAbHandle* h = rmm_ab_new(name.c_str(), pool_bytes);
     if (h == nullptr) {
       std::fprintf(stderr, "rmm_ab: no resource %s of ours\n", name.c_str());
