@@ -5,7 +5,7 @@
 #
 #   here:             cargo build --release -p rmm-ab     # target/release/librmm_ab.so
 #   on the GPU machine (carry .anchors and target/release/librmm_ab.so):
-#                     bash scripts/rmm-ab.sh [RESOURCE...]  # cuda_async pool binning
+#                     bash scripts/rmm-ab.sh [RESOURCE...]  # cuda_async pool binning arena
 #
 # RMM_AB_REPS sets the repetitions per row (default 9); RMM_AB_LAYERS=0
 # leaves out the cuda_async layers (rmm_ab.cu says what they are). Writes rmm_ab.csv

@@ -13,7 +13,7 @@
 //     -L$RMM/lib64 -lrmm -L$LOG/lib64 -lrapids_logger -L$AB -lrmm_ab -L$CUDA/lib64/stubs -lcuda
 //     -Xlinker -rpath=$RMM/lib64 -Xlinker -rpath=$LOG/lib64 -Xlinker -rpath=$AB -o rmm_ab
 // (scripts/rmm-ab.sh does all of it.)
-// Run:  rmm_ab [RESOURCE...]   (cuda_async pool binning; default cuda_async pool)
+// Run:  rmm_ab [RESOURCE...]   (cuda_async pool binning arena; default cuda_async pool)
 //       RMM_AB_REPS (default 9) is the most repetitions of a row; a row
 //       stops earlier, after at least 3, once it has run RMM_AB_ROW_SECONDS
 //       (default 8; the cuda_async thread rows take seconds per run);
@@ -21,7 +21,8 @@
 //       RMM_AB_LAYERS=0 leaves out the cuda_async layers (below);
 //       RMM_AB_LAYER_THREADS (default 8) is the most threads of a thread
 //       row on which they run; RMM_AB_ROWS (e.g. `threads8,threads`)
-//       runs only the workloads it names.
+//       runs only the workloads it names; RMM_AB_THREAD_N (default 20000)
+//       is the allocations per thread of the thread rows.
 // Output: CSV rows `impl,resource,workload,params,rep,ns_per_op,failed`
 // (impl `rmm`, `rmm-rs` or a layer), then per row
 // `summary,resource,workload,params,rmm_median,rmm-rs_median,ratio,paired_ratio,rmm_best,rmm-rs_best`
@@ -47,6 +48,7 @@
 #include <rmm/cuda_device.hpp>
 #include <rmm/cuda_stream.hpp>
 #include <rmm/error.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
 #include <rmm/mr/binning_memory_resource.hpp>
 #include <rmm/mr/cuda_async_memory_resource.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
@@ -229,10 +231,13 @@ std::vector<Row> rows(int max_threads)
   for (std::size_t size : {256ul, 1ul << 20}) {
     r.push_back({Row::HotPair, 0, 0, size, 0, "hot_pair", "size=" + std::to_string(size)});
   }
-  if (8 <= max_threads) r.push_back({Row::Threads, 20000, 1, 0, 8, "threads8", "n=20000 max=1MiB"});
+  // RMM_AB_THREAD_N: allocations per thread of the thread rows (default 20000).
+  std::size_t const tn = std::getenv("RMM_AB_THREAD_N") ? std::atoll(std::getenv("RMM_AB_THREAD_N")) : 20000;
+  std::string const tp = " n=" + std::to_string(tn) + " max=1MiB";
+  if (8 <= max_threads) r.push_back({Row::Threads, tn, 1, 0, 8, "threads8", tp.substr(1)});
   for (int t : {1, 2, 4, 16, 32}) {
     if (t > max_threads) continue;
-    r.push_back({Row::Threads, 20000, 1, 0, t, "threads", "t=" + std::to_string(t) + " n=20000 max=1MiB"});
+    r.push_back({Row::Threads, tn, 1, 0, t, "threads", "t=" + std::to_string(t) + tp});
   }
   // RMM_AB_ROWS: the workloads to run, comma-separated (default all).
   if (char const* only = std::getenv("RMM_AB_ROWS")) {
@@ -376,7 +381,10 @@ int main(int argc, char** argv)
     std::getenv("RMM_AB_LAYER_THREADS") ? std::atoi(std::getenv("RMM_AB_LAYER_THREADS")) : 8;
   std::printf("impl,resource,workload,params,rep,ns_per_op,failed\n");
   for (auto const& name : wanted) {
-    std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2;
+    // 40% of the free memory, rounded down to 2 MiB: both pools refuse an
+    // initial size that is not a multiple of 256 bytes.
+    std::size_t const step = std::size_t{2} << 20;
+    std::size_t pool_bytes = rmm::available_device_memory().first / 5 * 2 / step * step;
     RmmAbHandle* h = rmm_ab_new(name.c_str(), pool_bytes);
     if (h == nullptr) {
       std::fprintf(stderr, "rmm_ab: no resource %s of ours\n", name.c_str());
@@ -407,8 +415,12 @@ int main(int argc, char** argv)
       rmm::mr::pool_memory_resource pool{cuda, pool_bytes};
       rmm::mr::binning_memory_resource mr{pool, 18, 22};
       run(mr);
+    } else if (name == "arena") {
+      rmm::mr::cuda_memory_resource cuda;
+      rmm::mr::arena_memory_resource mr{cuda, pool_bytes};
+      run(mr);
     } else {
-      std::fprintf(stderr, "rmm_ab: %s is not one of cuda_async pool binning\n", name.c_str());
+      std::fprintf(stderr, "rmm_ab: %s is not one of cuda_async pool binning arena\n", name.c_str());
       rmm_ab_drop(h);
       return 2;
     }

@@ -50,8 +50,11 @@ pub struct Handle {
 
 /// Builds the resource `name` ([`rmm_replay::by_name`]: `cuda_async`, `pool`,
 /// `binning`, ... or a `simulated-` row without a GPU) with pools starting
-/// at `pool_bytes`; null when it cannot be built (the reason goes to
-/// standard error).
+/// at (and arenas of) `pool_bytes`; null when it cannot be built (the
+/// reason goes to standard error). With `RMM_AB_CAPTURE_DETECTION=registered`
+/// in the environment it first sets
+/// [`CaptureDetection::Registered`](rmm::graph::CaptureDetection) for the
+/// process.
 ///
 /// # Safety
 /// `name` is a NUL-terminated string.
@@ -59,7 +62,16 @@ pub struct Handle {
 pub unsafe extern "C" fn rmm_ab_new(name: *const c_char, pool_bytes: usize) -> *mut Handle {
     // SAFETY: the caller passes a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    // RMM_AB_CAPTURE_DETECTION=registered: only captures begun through rmm
+    // are looked for (no driver query per allocation), to weigh that query.
+    if std::env::var("RMM_AB_CAPTURE_DETECTION").is_ok_and(|v| v == "registered") {
+        rmm::graph::set_capture_detection(rmm::graph::CaptureDetection::Registered);
+    }
     let mut opts = ByNameOptions::default().pool_initial_size(pool_bytes);
+    if name.ends_with("arena") {
+        // The global arena as large as the pools (RMM's side gets the same).
+        opts = opts.arena_size(pool_bytes);
+    }
     if name.starts_with("simulated") {
         opts = opts.simulated_size(2 * pool_bytes.max(1 << 20));
     }

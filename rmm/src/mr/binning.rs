@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
-use super::detail::live_set::LiveSet;
+use super::detail::live_set::{BadFree, LiveSet};
 use super::detail::quiesce_device;
-use super::detail::stream_cache::StreamCache;
+use super::detail::stream_cache::{CacheFree, StreamCache};
 use super::{
     check_base_alignment, FixedSizeMemoryResource, FixedSizeOptions, GraphMemoryStats, MemoryResource,
     SharedResource,
@@ -246,6 +246,47 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
         self.inner.cache.cached_bytes()
     }
 
+    /// Checks a free of `addr` (`bytes`) on `stream` against the live
+    /// records: true when the rest of the free is the caller's (the record
+    /// is gone); false when it was refused (logged, counted) or is done (a
+    /// block of a stream's cache, cached again on `stream`).
+    fn forget_live(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
+        const NAME: &str = "BinningMemoryResource";
+        if let Some((i, bin)) = self.route(bytes).filter(|(_, bin)| bin.made_here) {
+            match self.inner.cache.free(stream, addr, bytes, i, bin.size) {
+                CacheFree::Cached => return false,
+                CacheFree::Uncached => {
+                    // SAFETY: a block of this bin, freed once by its user.
+                    unsafe {
+                        bin.resource.deallocate(
+                            DevicePtr::new(addr),
+                            bin.size,
+                            CUDA_ALLOCATION_ALIGNMENT,
+                            stream,
+                        )
+                    };
+                    return false;
+                }
+                CacheFree::Refused(bad) => {
+                    self.inner.live.refused(NAME, addr, bytes, bad);
+                    return false;
+                }
+                CacheFree::NotHere => {}
+            }
+        }
+        let found = match self.inner.live.take(addr, bytes) {
+            Err(BadFree::NotLive) => self.inner.cache.forget(addr, bytes),
+            r => r,
+        };
+        match found {
+            Ok(()) => true,
+            Err(bad) => {
+                self.inner.live.refused(NAME, addr, bytes, bad);
+                false
+            }
+        }
+    }
+
     /// A block from `bin` (made here), retried once after the caches went
     /// back to the bins when the bin is out of memory.
     fn bin_allocate(&self, bin: &Bin, stream: CudaStreamView) -> Result<DevicePtr> {
@@ -337,21 +378,23 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
                     return Ok(p);
                 }
             }
-            let p = match self.route(bytes) {
+            // A block from a stream's cache is recorded live by the cache
+            // (under the one lock it takes); every other by `live`.
+            let (p, recorded) = match self.route(bytes) {
                 Some((i, bin)) if bin.made_here => {
-                    let p = match self.inner.cache.take(stream, i, bin.size) {
-                        Some(addr) => DevicePtr::new(addr),
-                        None => self.bin_allocate(bin, stream)?,
+                    let (p, recorded) = match self.inner.cache.take(stream, i, bin.size, bytes) {
+                        Some(addr) => (DevicePtr::new(addr), true),
+                        None => (self.bin_allocate(bin, stream)?, false),
                     };
                     if self.inner.annotate {
                         nvtx::resize_region(p.addr(), bytes);
                     }
-                    p
+                    (p, recorded)
                 }
-                Some((_, bin)) => bin.resource.allocate(bytes, alignment, stream)?,
-                None => self.inner.upstream.allocate(bytes, alignment, stream)?,
+                Some((_, bin)) => (bin.resource.allocate(bytes, alignment, stream)?, false),
+                None => (self.inner.upstream.allocate(bytes, alignment, stream)?, false),
             };
-            if !p.is_null() {
+            if !p.is_null() && !recorded {
                 self.inner.live.insert("BinningMemoryResource", p.addr(), bytes);
             }
             Ok(p)
@@ -364,7 +407,7 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
         }) {
             return;
         }
-        if ptr.is_null() || !self.inner.live.remove("BinningMemoryResource", ptr.addr(), bytes) {
+        if ptr.is_null() || !self.forget_live(ptr.addr(), bytes, stream) {
             return;
         }
         // The record showed the same size, hence the same bin (or the

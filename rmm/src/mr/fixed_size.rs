@@ -7,7 +7,7 @@ use super::detail::free_list::FixedSizeFreeList;
 use super::detail::shell::{
     chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
 };
-use super::detail::stream_ordered::Backing;
+use super::detail::stream_ordered::{Backing, Heads, Sizing};
 use super::{MemoryResource, SharedResource};
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
@@ -133,8 +133,12 @@ impl<U: MemoryResource> Backing for FixedBacking<U> {
         self.block_size(bytes)
     }
 
-    fn is_head(&self, _addr: u64) -> bool {
-        true
+    fn heads(&self) -> Heads {
+        Heads::Everywhere
+    }
+
+    fn sizing(&self) -> Option<Sizing> {
+        Some(Sizing::Fixed(self.block_size))
     }
 
     fn chunk_of(&self, addr: u64) -> Option<(u64, usize)> {

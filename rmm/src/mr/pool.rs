@@ -7,7 +7,7 @@ use super::detail::free_list::CoalescingFreeList;
 use super::detail::shell::{
     chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
 };
-use super::detail::stream_ordered::Backing;
+use super::detail::stream_ordered::{Backing, Heads, Sizing};
 use super::{FreeBlockStats, MemoryResource, SharedResource};
 use crate::align::{align_up, is_aligned, CUDA_ALLOCATION_ALIGNMENT};
 use crate::error::{Error, Result};
@@ -99,8 +99,14 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
         align_up(bytes, CUDA_ALLOCATION_ALIGNMENT)
     }
 
-    fn is_head(&self, addr: u64) -> bool {
-        self.chunks.contains_key(&addr)
+    fn heads(&self) -> Heads {
+        Heads::at(self.chunks.keys().copied())
+    }
+
+    fn sizing(&self) -> Option<Sizing> {
+        Some(Sizing::Rounded {
+            max: self.max_allocation(),
+        })
     }
 
     fn chunk_of(&self, addr: u64) -> Option<(u64, usize)> {
@@ -229,7 +235,12 @@ impl<U: MemoryResource> Backing for PoolBacking<U> {
 ///   under another current device fail with [`Error::Logic`]; the memory
 ///   goes back with its own device current, whichever is current at drop.
 ///
-/// Thread safety: one mutex guards the pool; clones share it.
+/// Thread safety: clones share one pool. Each stream's free list and
+/// live allocations have a lock of their own: an allocation its stream's
+/// list serves and a free on the allocation's stream take only that lock,
+/// so threads on different streams do not contend. Other paths (blocks
+/// from another stream, growth, a free on another stream, statistics)
+/// take the pool's lock as well.
 ///
 /// ```
 /// use rmm::mr::{MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource};

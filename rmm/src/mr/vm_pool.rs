@@ -6,7 +6,7 @@ use std::fmt;
 use super::detail::failed_frees::failed_free;
 use super::detail::free_list::CoalescingFreeList;
 use super::detail::shell::{stream_ordered_memory_resource, Props, StreamOrderedResource};
-use super::detail::stream_ordered::Backing;
+use super::detail::stream_ordered::{Backing, Heads};
 use super::pool::check_sizes;
 use crate::align::{align_up, CUDA_ALLOCATION_ALIGNMENT};
 use crate::device::{current_device, DeviceGuard};
@@ -124,8 +124,8 @@ impl Backing for VmBacking {
         crate::align::align_up(bytes, crate::align::CUDA_ALLOCATION_ALIGNMENT)
     }
 
-    fn is_head(&self, _addr: u64) -> bool {
-        false
+    fn heads(&self) -> Heads {
+        Heads::Nowhere
     }
 
     fn contains(&self, addr: u64, size: usize) -> bool {

@@ -188,6 +188,19 @@ impl LiveSet {
         }
     }
 
+    /// Removes the allocation at `addr` if it was requested with `bytes`;
+    /// otherwise changes nothing, logs nothing and says why (the caller
+    /// may look elsewhere, then report with [`refused`](Self::refused)).
+    pub fn take(&self, addr: u64, bytes: usize) -> Result<(), BadFree> {
+        self.shard(addr).remove(addr, bytes)
+    }
+
+    /// Counts and logs a free refused for `name`.
+    pub fn refused(&self, name: &str, addr: u64, bytes: usize, bad: BadFree) {
+        self.bad_frees.fetch_add(1, Ordering::Relaxed);
+        log_bad_free(name, addr, bytes, bad);
+    }
+
     /// Number of frees refused so far.
     pub fn bad_frees(&self) -> usize {
         self.bad_frees.load(Ordering::Relaxed)

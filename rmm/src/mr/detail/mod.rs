@@ -23,6 +23,7 @@ pub(crate) mod private_pool;
 pub(crate) mod shell;
 pub(crate) mod stream_cache;
 pub(crate) mod stream_ordered;
+mod stream_slots;
 pub(crate) mod sync_driver;
 
 pub(crate) use device::{bound_device, quiesce_device};

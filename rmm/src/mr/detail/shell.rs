@@ -10,10 +10,13 @@
 //! and `MemoryResource` impls, which only forward to the shell.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::graph_memory::{ChunkSource, GraphMemory};
-use super::stream_ordered::{Backing, StreamOrdered};
+use super::live_set::log_bad_free;
+use super::stream_ordered::{Backing, FastFree, Sizing, StreamKey, StreamOrdered};
+use super::stream_slots;
 use crate::device::DeviceId;
 use crate::error::Result;
 use crate::mr::{check_base_alignment, FreeBlockStats, GraphMemoryStats, MemoryResource};
@@ -59,6 +62,14 @@ impl Props {
 struct Inner<B: Backing> {
     state: Mutex<StreamOrdered<B>>,
     props: Props,
+    /// The per-stream fast paths' sizing; `None`: every call takes `state`.
+    fast: Option<Sizing>,
+    /// The resource's name, for messages of the fast paths.
+    name: &'static str,
+    /// This resource among all (the per-thread slot caches' key).
+    id: u64,
+    /// Frees the fast paths refused.
+    fast_bad_frees: AtomicUsize,
     /// The graph-private pools, in front of the shared lists.
     graph: Arc<GraphMemory>,
     /// Only ever called by a resource with graph memory of its own in
@@ -94,6 +105,10 @@ impl<B: Backing> StreamOrderedResource<B> {
     pub fn new(core: StreamOrdered<B>, props: Props) -> Self {
         StreamOrderedResource {
             inner: Arc::new(Inner {
+                fast: core.fast_sizing(),
+                name: core.backing.name(),
+                id: stream_slots::next_resource_id(),
+                fast_bad_frees: AtomicUsize::new(0),
                 state: Mutex::new(core),
                 props,
                 graph: GraphMemory::new(),
@@ -148,7 +163,56 @@ impl<B: Backing> StreamOrderedResource<B> {
                 return Ok(p);
             }
         }
+        if let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) {
+            if let Some(addr) = self.with_slot(stream, |l| l.take_request(size, bytes)).flatten() {
+                return Ok(DevicePtr::new(addr));
+            }
+        }
         self.allocate_shared(bytes, stream, false)
+    }
+
+    /// Runs `f` on `stream`'s list under its own lock (the per-stream fast
+    /// path; the core's lock only the first time this thread uses the
+    /// stream here); `None` when this thread cannot cache the slot (it is
+    /// exiting).
+    fn with_slot<R>(
+        &self,
+        stream: CudaStreamView,
+        f: impl FnOnce(&mut super::stream_ordered::StreamList<B::List>) -> R,
+    ) -> Option<R> {
+        let key = StreamKey::of(stream);
+        stream_slots::with_slot(
+            self.inner.id,
+            key,
+            || self.state().slot(stream),
+            |slot| f(&mut slot.lock()),
+        )
+    }
+
+    /// The fast path of a free: `true` when it is done (or refused and
+    /// logged), `false` when the core must look further.
+    fn free_fast(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
+        let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) else {
+            return false;
+        };
+        let stash = matches!(self.inner.fast, Some(Sizing::Rounded { .. }));
+        let outcome = self.with_slot(stream, |l| l.free_request(addr, bytes, size, stash));
+        match outcome {
+            None | Some(FastFree::Elsewhere) => false,
+            Some(FastFree::Done) => true,
+            Some(FastFree::Refused(bad)) => {
+                self.inner.fast_bad_frees.fetch_add(1, Ordering::Relaxed);
+                log_bad_free(self.inner.name, addr, bytes, bad);
+                true
+            }
+            Some(FastFree::Overlaps(a, n)) => {
+                log::error!(
+                    "{}: free block {a:#x} ({n} bytes) overlaps free memory (internal error); dropped",
+                    self.inner.name
+                );
+                true
+            }
+        }
     }
 
     /// An allocation from the shared lists; `no_device_sync` while serving
@@ -185,6 +249,9 @@ impl<B: Backing> StreamOrderedResource<B> {
         {
             return;
         }
+        if self.free_fast(ptr.addr(), bytes, stream) {
+            return;
+        }
         self.state().deallocate_request(ptr.addr(), bytes, stream);
     }
 
@@ -200,7 +267,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// Frees refused so far.
     pub fn bad_frees(&self) -> usize {
-        self.state().bad_frees()
+        self.state().bad_frees() + self.inner.fast_bad_frees.load(Ordering::Relaxed)
     }
 
     /// [`MemoryResource::layer_state`] of the resource type `type_name`.
@@ -223,7 +290,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// [`MemoryResource::free_block_stats`], as the backing reports it.
     pub fn free_block_stats(&self) -> Option<FreeBlockStats> {
-        B::free_block_stats(self.state().lists())
+        self.state().free_block_stats()
     }
 }
 
@@ -358,3 +425,115 @@ macro_rules! stream_ordered_memory_resource {
     };
 }
 pub(crate) use stream_ordered_memory_resource;
+
+#[cfg(test)]
+mod tests {
+    //! The per-stream fast paths against the core: misuse is refused
+    //! whichever path a free takes, stashed blocks count as free, and
+    //! threads on their own streams never get overlapping blocks.
+    use crate::mr::{MemoryResource, PoolMemoryResource, PoolOptions, SimulatedMemoryResource};
+    use crate::stream::CudaStreamView;
+
+    const MIB: usize = 1 << 20;
+
+    fn stream(raw: usize) -> CudaStreamView<'static> {
+        // SAFETY: a simulated resource never passes the handle to the driver.
+        unsafe { CudaStreamView::from_raw(raw) }
+    }
+
+    fn pool() -> PoolMemoryResource<SimulatedMemoryResource> {
+        let sim = SimulatedMemoryResource::new(1 << 30);
+        PoolMemoryResource::new(sim, PoolOptions::default().initial_pool_size(64 * MIB)).unwrap()
+    }
+
+    /// A stashed block is handed out again for its size, counts as free,
+    /// and a second free of it, a wrong size or an interior pointer is
+    /// refused.
+    #[test]
+    fn stashed_blocks_are_free_and_checked() {
+        let pool = pool();
+        let s = stream(0x100);
+        let a = pool.allocate(1000, 256, s).unwrap();
+        // SAFETY: each free below names memory of this pool; the refused
+        // ones are misuse the pool must catch.
+        unsafe {
+            pool.deallocate(a, 1000, 256, s);
+            assert_eq!(pool.free_bytes(), 64 * MIB);
+            pool.deallocate(a, 1000, 256, s);
+            assert_eq!(pool.bad_frees(), 1);
+            let b = pool.allocate(1000, 256, s).unwrap();
+            assert_eq!(b, a);
+            pool.deallocate(b, 999, 256, s);
+            pool.deallocate(interior(b, 256), 1000, 256, s);
+            assert_eq!(pool.bad_frees(), 3);
+            pool.deallocate(b, 1000, 256, s);
+        }
+        assert_eq!((pool.free_bytes(), pool.bad_frees()), (64 * MIB, 3));
+    }
+
+    /// A block freed on another stream than its allocation's goes through
+    /// the core: accepted once, then refused on either stream.
+    #[test]
+    fn frees_on_another_stream_are_checked_once() {
+        let pool = pool();
+        let (s1, s2) = (stream(0x100), stream(0x200));
+        let a = pool.allocate(3000, 256, s1).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            pool.deallocate(a, 3000, 256, s2);
+            pool.deallocate(a, 3000, 256, s1);
+            pool.deallocate(a, 3000, 256, s2);
+        }
+        assert_eq!(pool.bad_frees(), 2);
+        assert_eq!(pool.free_bytes(), 64 * MIB);
+        // The block now belongs to s2's list: s2 gets it back at once.
+        assert_eq!(pool.allocate(3000, 256, s2).unwrap(), a);
+    }
+
+    /// Threads on their own streams (and one shared stream) allocate and
+    /// free at once: no two live blocks ever overlap, and everything comes
+    /// back.
+    #[test]
+    fn threads_on_own_streams_never_share_a_block() {
+        let pool = pool();
+        let live = std::sync::Mutex::new(std::collections::BTreeMap::<u64, u64>::new());
+        std::thread::scope(|scope| {
+            for t in 0..4usize {
+                let (pool, live) = (&pool, &live);
+                scope.spawn(move || {
+                    let s = stream(if t == 3 { 0x100 } else { 0x100 * (t + 2) });
+                    let mut mine = Vec::new();
+                    for i in 0..2000usize {
+                        let bytes = 1 + (i * 7919 + t * 104_729) % (256 * 1024);
+                        let p = pool.allocate(bytes, 256, s).unwrap();
+                        let (a, end) = (p.addr(), p.addr() + bytes as u64);
+                        {
+                            let mut l = live.lock().unwrap();
+                            let before = l.range(..end).next_back().map(|(&s, &e)| (s, e));
+                            assert!(before.is_none_or(|(_, e)| e <= a), "overlap at {a:#x}");
+                            l.insert(a, end);
+                        }
+                        mine.push((p, bytes));
+                        if i % 3 == 2 {
+                            let (p, n) = mine.swap_remove(i % mine.len());
+                            live.lock().unwrap().remove(&p.addr());
+                            // SAFETY: allocated above with these arguments.
+                            unsafe { pool.deallocate(p, n, 256, s) };
+                        }
+                    }
+                    for (p, n) in mine {
+                        live.lock().unwrap().remove(&p.addr());
+                        // SAFETY: as above.
+                        unsafe { pool.deallocate(p, n, 256, s) };
+                    }
+                });
+            }
+        });
+        assert_eq!((pool.free_bytes(), pool.bad_frees()), (pool.pool_size(), 0));
+    }
+
+    /// The pointer `by` bytes into the block at `p` (an interior pointer).
+    fn interior(p: crate::ptr::DevicePtr, by: u64) -> crate::ptr::DevicePtr {
+        crate::ptr::DevicePtr::new(p.addr() + by)
+    }
+}

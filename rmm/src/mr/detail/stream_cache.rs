@@ -10,6 +10,14 @@
 //! that freed it; so a cache hit makes no driver call and takes one lock
 //! that only the threads whose streams hash to the same stripe share.
 //!
+//! A block the cache hands out is recorded live in its stripe (address →
+//! requested bytes, [`StreamCache::take`]), not in its owner's live
+//! record, and a free on a stream of the same stripe checks that record,
+//! removes it and caches the block again under the same lock
+//! ([`StreamCache::free`]): a hot pair on a stream takes one lock per
+//! operation. A free on a stream of another stripe finds the record with
+//! [`StreamCache::forget`], which looks in every stripe.
+//!
 //! The caches are bounded twice: each (stream, bin) list holds at most
 //! [`LIST_BYTES`] worth of blocks (at least [`MIN_LIST_BLOCKS`]), and all
 //! of them together at most the cache's budget. A free beyond either bound
@@ -28,8 +36,23 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::live_set::{BadFree, LiveMap};
 use super::stream_ordered::StreamKey;
 use crate::stream::CudaStreamView;
+
+/// What [`StreamCache::free`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CacheFree {
+    /// Its record was here; the block is cached again.
+    Cached,
+    /// Its record was here and is gone, but the cache is full: the caller
+    /// returns the block to its bin.
+    Uncached,
+    /// Its record is here with another size: refused, nothing changed.
+    Refused(BadFree),
+    /// No record here: the caller looks in its live record.
+    NotHere,
+}
 
 /// Bytes one (stream, bin) list may hold.
 pub(crate) const LIST_BYTES: usize = 16 << 20;
@@ -60,6 +83,10 @@ struct Stripe {
     lists: Vec<CachedList>,
     cached: usize,
     reserved: usize,
+    /// The live allocations this stripe's lists handed out (address →
+    /// requested bytes): their owner's live record keeps none of them, so
+    /// that a hot pair on a stream takes this one lock and no other.
+    live: LiveMap,
 }
 
 impl Stripe {
@@ -162,15 +189,56 @@ impl StreamCache {
     }
 
     /// A block of bin `bin` (blocks of `block_size` bytes) last freed on
-    /// `stream`, if one is cached.
-    pub fn take(&self, stream: CudaStreamView, bin: usize, block_size: usize) -> Option<u64> {
+    /// `stream`, if one is cached, recorded here as live with `bytes`.
+    pub fn take(&self, stream: CudaStreamView, bin: usize, block_size: usize, bytes: usize) -> Option<u64> {
         let key = StreamKey::of(stream);
         let mut stripe = self.stripe(key);
         let i = stripe.position(key, bin)?;
         let addr = stripe.lists[i].blocks.pop()?;
         stripe.cached -= block_size;
         self.release_slack(&mut stripe);
+        // A cached block is free: no record of it is live anywhere.
+        stripe.live.insert_unique(addr, bytes);
         Some(addr)
+    }
+
+    /// The free of `addr` (`bytes`) on `stream` when
+    /// [`take`](Self::take) handed it out on a stream of the same stripe:
+    /// its record is removed and the block cached again (bin `bin`, blocks
+    /// of `block_size` bytes), all under the one stripe lock.
+    pub fn free(
+        &self,
+        stream: CudaStreamView,
+        addr: u64,
+        bytes: usize,
+        bin: usize,
+        block_size: usize,
+    ) -> CacheFree {
+        let key = StreamKey::of(stream);
+        let mut guard = self.stripe(key);
+        match guard.live.remove(addr, bytes) {
+            Ok(()) => {}
+            Err(BadFree::NotLive) => return CacheFree::NotHere,
+            Err(bad) => return CacheFree::Refused(bad),
+        }
+        if self.put_locked(&mut guard, key, bin, block_size, addr) {
+            CacheFree::Cached
+        } else {
+            CacheFree::Uncached
+        }
+    }
+
+    /// Removes the record of `addr` (`bytes`) from whichever stripe holds
+    /// it (a free on a stream of another stripe than the allocation's).
+    pub fn forget(&self, addr: u64, bytes: usize) -> Result<(), BadFree> {
+        for slot in self.stripes.iter() {
+            let mut stripe = slot.0.lock().unwrap_or_else(|e| e.into_inner());
+            match stripe.live.remove(addr, bytes) {
+                Err(BadFree::NotLive) => continue,
+                r => return r,
+            }
+        }
+        Err(BadFree::NotLive)
     }
 
     /// Caches `addr`, a block of bin `bin` (blocks of `block_size` bytes)
@@ -179,7 +247,18 @@ impl StreamCache {
     pub fn put(&self, stream: CudaStreamView, bin: usize, block_size: usize, addr: u64) -> bool {
         let key = StreamKey::of(stream);
         let mut guard = self.stripe(key);
-        let stripe = &mut *guard;
+        self.put_locked(&mut guard, key, bin, block_size, addr)
+    }
+
+    /// [`put`](Self::put) into the stripe of `key`, held locked.
+    fn put_locked(
+        &self,
+        stripe: &mut Stripe,
+        key: StreamKey,
+        bin: usize,
+        block_size: usize,
+        addr: u64,
+    ) -> bool {
         let limit = list_limit(block_size);
         let found = stripe.position(key, bin);
         if found.is_some_and(|i| stripe.lists[i].blocks.len() >= limit) || !self.reserve(stripe, block_size) {
@@ -254,10 +333,10 @@ mod tests {
         let (a, b) = (stream(0x5000), stream(0x5010));
         assert!(c.put(a, 0, 1024, 0x1000));
         assert_eq!(c.cached_bytes(), 1024);
-        assert_eq!(c.take(b, 0, 1024), None, "another stream");
-        assert_eq!(c.take(a, 1, 1024), None, "another bin");
-        assert_eq!(c.take(a, 0, 1024), Some(0x1000));
-        assert_eq!(c.take(a, 0, 1024), None);
+        assert_eq!(c.take(b, 0, 1024, 1), None, "another stream");
+        assert_eq!(c.take(a, 1, 1024, 1), None, "another bin");
+        assert_eq!(c.take(a, 0, 1024, 1), Some(0x1000));
+        assert_eq!(c.take(a, 0, 1024, 1), None);
         assert_eq!(c.cached_bytes(), 0);
     }
 
@@ -268,16 +347,16 @@ mod tests {
         let other = std::thread::spawn(move || {
             let c2 = StreamCache::new(1 << 30);
             c2.put(CudaStreamView::PER_THREAD, 0, 256, 0x3000);
-            c2.take(CudaStreamView::PER_THREAD, 0, 256)
+            c2.take(CudaStreamView::PER_THREAD, 0, 256, 1)
         });
         assert_eq!(other.join().unwrap(), Some(0x3000));
         let c = std::sync::Arc::new(c);
         let c2 = c.clone();
-        let seen = std::thread::spawn(move || c2.take(CudaStreamView::PER_THREAD, 0, 256))
+        let seen = std::thread::spawn(move || c2.take(CudaStreamView::PER_THREAD, 0, 256, 1))
             .join()
             .unwrap();
         assert_eq!(seen, None, "another thread's per-thread default stream");
-        assert_eq!(c.take(CudaStreamView::PER_THREAD, 0, 256), Some(0x2000));
+        assert_eq!(c.take(CudaStreamView::PER_THREAD, 0, 256, 1), Some(0x2000));
     }
 
     #[test]
@@ -302,13 +381,37 @@ mod tests {
         assert_eq!(list_limit(1 << 30), MIN_LIST_BLOCKS);
     }
 
+    /// A block the cache handed out is live in it: a free on a stream of
+    /// its stripe caches it again at once, a wrong size or a second free
+    /// is refused there or not found, and `forget` finds it from anywhere.
+    #[test]
+    fn handed_out_blocks_are_checked_by_the_cache() {
+        let c = StreamCache::new(1 << 30);
+        let (a, b) = (stream(0x1100), stream(0x2200));
+        assert!(c.put(a, 0, 1024, 0x1000));
+        assert_eq!(c.take(a, 0, 1024, 1000), Some(0x1000));
+        assert_eq!(
+            c.free(a, 0x1000, 999, 0, 1024),
+            CacheFree::Refused(BadFree::WrongSize(1000))
+        );
+        assert_eq!(c.free(a, 0x1000, 1000, 0, 1024), CacheFree::Cached);
+        assert_eq!(c.free(a, 0x1000, 1000, 0, 1024), CacheFree::NotHere);
+        assert_eq!(c.forget(0x1000, 1000), Err(BadFree::NotLive));
+        assert_eq!(c.take(a, 0, 1024, 1000), Some(0x1000));
+        assert_eq!(c.forget(0x1000, 1), Err(BadFree::WrongSize(1000)));
+        assert_eq!(c.forget(0x1000, 1000), Ok(()));
+        assert_eq!(c.free(b, 0x1000, 1000, 0, 1024), CacheFree::NotHere);
+    }
+
     #[test]
     fn streams_that_come_and_go_leave_a_bounded_number_of_lists() {
         let c = StreamCache::new(1 << 30);
         for s in 0..10_000usize {
             let st = stream(0x10_0000 + 16 * s);
             assert!(c.put(st, 0, 1024, 0x1000));
-            assert_eq!(c.take(st, 0, 1024), Some(0x1000));
+            assert_eq!(c.take(st, 0, 1024, 1), Some(0x1000));
+            // Its user frees it (elsewhere): the record goes.
+            assert_eq!(c.forget(0x1000, 1), Ok(()));
         }
         assert!(c.lists() <= STRIPES * STRIPE_LISTS, "{} lists", c.lists());
         // Lists that hold blocks are kept however crowded their stripe is.
@@ -339,7 +442,9 @@ mod tests {
                         }
                         // Take some back, so stripes also give slack back.
                         if s % 3 == 0 {
-                            c.take(st, 0, 256 << 10);
+                            if let Some(a) = c.take(st, 0, 256 << 10, 1) {
+                                assert_eq!(c.forget(a, 1), Ok(()));
+                            }
                         }
                     }
                     ok

@@ -25,15 +25,21 @@
 //! off per resource (`unchecked_frees`); then only frees outside the
 //! backing or overlapping a free block's edge are caught.
 
+use std::sync::{Arc, MutexGuard};
 use std::thread::ThreadId;
 
 mod layer;
+mod slot;
+
+use slot::EventState;
+pub(crate) use slot::StreamList;
+pub(crate) use slot::{FastFree, Heads, Sizing, Slot};
 
 use super::annotations::ChunkHeaps;
 use super::free_list::FreeBlocks;
-use super::live_set::{log_bad_free, LiveMap};
+use super::live_set::{log_bad_free, BadFree, LiveMap};
 use crate::device::{ensure_current, DeviceId};
-use crate::driver::{self, EventHandle};
+use crate::driver;
 use crate::error::{Error, Result};
 use crate::mr::FreeBlockStats;
 use crate::stream::CudaStreamView;
@@ -47,8 +53,15 @@ pub(crate) trait Backing: Send + 'static {
     /// The block size that serves a request of `bytes` (> 0); `None` when
     /// no block can (the size overflows or exceeds what the resource serves).
     fn block_size(&self, bytes: usize) -> Option<usize>;
-    /// True when `addr` starts an upstream chunk (blocks never merge across it).
-    fn is_head(&self, addr: u64) -> bool;
+    /// The addresses that start an upstream chunk (blocks never merge
+    /// across one), as of now.
+    fn heads(&self) -> Heads;
+    /// How requests are rounded, when that is fixed at construction: the
+    /// per-stream fast paths then serve them without the core's lock.
+    /// `None` (the default): every request takes the core's lock.
+    fn sizing(&self) -> Option<Sizing> {
+        None
+    }
     /// True when `[addr, addr + size)` lies inside memory the backing holds.
     fn contains(&self, addr: u64, size: usize) -> bool;
     /// The upstream chunk (start, size) that holds `addr`, for the NVTX
@@ -112,6 +125,13 @@ impl StreamKey {
         self.raw
     }
 
+    /// The key of a non-default stream with handle `raw`.
+    #[cfg(test)]
+    pub(crate) fn for_test(raw: usize) -> StreamKey {
+        StreamKey { raw, thread: None }
+    }
+
+    #[inline]
     pub(crate) fn of(stream: CudaStreamView) -> StreamKey {
         if stream.is_per_thread_default() {
             StreamKey {
@@ -129,36 +149,11 @@ impl StreamKey {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EventState {
-    /// No block of the list was used on the stream since the last device
-    /// synchronisation (or ever): nothing to wait for.
-    Clean,
-    /// The event covers every use so far.
-    Recorded,
-    /// Blocks were used without a recorded event (a lazy list, or a failed
-    /// record): whoever takes a block synchronises the device first.
-    Dirty,
-}
-
-#[derive(Debug)]
-struct StreamList<L> {
-    key: StreamKey,
-    /// The raw handle, used (to record the event) only while the caller is
-    /// passing this very stream in (`mark_used` of the caller's own list).
-    stream: CudaStreamView<'static>,
-    /// Made at the first record, destroyed at teardown.
-    event: Option<EventHandle>,
-    state: EventState,
-    /// Record the event on every use (after another stream once took blocks).
-    eager: bool,
-    list: L,
-}
-
-/// Per-stream free lists over a [`Backing`]; callers hold one mutex around it.
+/// Per-stream free lists over a [`Backing`]; callers hold one mutex around
+/// it, and each stream's list has a lock of its own (see [`Slot`]).
 #[derive(Debug)]
 pub(crate) struct StreamOrdered<B: Backing> {
-    lists: Vec<StreamList<B::List>>,
+    lists: Vec<Arc<Slot<B::List>>>,
     /// The backing (upstream chunks, growth policy).
     pub backing: B,
     simulated: bool,
@@ -166,9 +161,9 @@ pub(crate) struct StreamOrdered<B: Backing> {
     device: Option<DeviceId>,
     /// Blocks have moved between streams: new lists start eager.
     shared: bool,
-    /// The live allocations, when frees are checked (the default).
-    live: Option<LiveMap>,
-    /// Frees refused so far.
+    /// Frees are checked against the live allocations (the default).
+    check_frees: bool,
+    /// Frees refused so far (by the core; the shell counts its own).
     bad_frees: usize,
     /// The NVTX heaps, while a tool takes annotations.
     annotations: Option<ChunkHeaps>,
@@ -187,7 +182,7 @@ impl<B: Backing> StreamOrdered<B> {
             simulated,
             device,
             shared: false,
-            live: Some(LiveMap::default()),
+            check_frees: true,
             bad_frees: 0,
             annotations: ChunkHeaps::for_resource(simulated),
             no_device_sync: false,
@@ -202,21 +197,39 @@ impl<B: Backing> StreamOrdered<B> {
         self.no_device_sync = on;
     }
 
-    /// True when taking list `i`'s blocks would synchronise the device
+    /// True when taking list `l`'s blocks would synchronise the device
     /// while that is not allowed.
-    fn needs_forbidden_sync(&self, i: usize) -> bool {
-        self.no_device_sync && !self.simulated && self.lists[i].state == EventState::Dirty
+    fn needs_forbidden_sync(&self, l: &StreamList<B::List>) -> bool {
+        self.no_device_sync && !self.simulated && l.state == EventState::Dirty
     }
 
     /// Turns the check of frees against the live allocations off (`false`)
     /// or on; only while no block is live.
     pub fn set_check_frees(&mut self, on: bool) {
-        self.live = on.then(LiveMap::default);
+        self.check_frees = on;
+        for slot in &self.lists {
+            slot.lock_settled().live = on.then(LiveMap::default);
+        }
     }
 
-    /// Frees refused so far (misuse, logged at error level).
+    /// The sizing the per-stream fast paths may use: the backing's, while
+    /// frees are checked and no tool takes annotations (both need the
+    /// core); `None` otherwise.
+    pub fn fast_sizing(&self) -> Option<Sizing> {
+        self.backing
+            .sizing()
+            .filter(|_| self.check_frees && self.annotations.is_none())
+    }
+
+    /// Frees refused so far by the core (misuse, logged at error level).
     pub fn bad_frees(&self) -> usize {
         self.bad_frees
+    }
+
+    /// The slot of `stream`, made on first use.
+    pub fn slot(&mut self, stream: CudaStreamView) -> Arc<Slot<B::List>> {
+        let i = self.index_of(stream);
+        self.lists[i].clone()
     }
 
     fn index_of(&mut self, stream: CudaStreamView) -> usize {
@@ -224,27 +237,45 @@ impl<B: Backing> StreamOrdered<B> {
         if let Some(i) = self.lists.iter().position(|l| l.key == key) {
             return i;
         }
-        self.lists.push(StreamList {
-            key,
+        let list = StreamList {
             // SAFETY: the handle is used with the driver only while the
             // caller passes this stream in (see the field's docs).
             stream: unsafe { CudaStreamView::from_raw(stream.as_raw()) },
             event: None,
             state: EventState::Clean,
             eager: self.shared,
+            simulated: self.simulated,
             list: B::List::default(),
-        });
+            live: self.check_frees.then(LiveMap::default),
+            heads: self.backing.heads(),
+            stash: None,
+        };
+        self.lists.push(Arc::new(Slot::new(key, list)));
         self.lists.len() - 1
+    }
+
+    /// Gives every list the backing's chunk heads as they are now; `own`
+    /// is the list the caller holds locked (slot `i`).
+    fn refresh_heads(&self, i: usize, own: &mut StreamList<B::List>) {
+        let heads = self.backing.heads();
+        for (j, slot) in self.lists.iter().enumerate() {
+            if j != i {
+                slot.lock_settled().heads = heads.clone();
+            }
+        }
+        own.heads = heads;
     }
 
     /// Adds free memory that no stream has used (the initial chunk).
     pub fn add_fresh(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
         let i = self.index_of(stream);
-        let backing = &self.backing;
-        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+        let slot = self.lists[i].clone();
+        let mut own = slot.lock_settled();
+        self.refresh_heads(i, &mut own);
+        if !own.put(addr, size) {
             log::error!(
                 "{}: fresh block {addr:#x}+{size} overlaps a free block",
-                backing.name()
+                self.backing.name()
             );
         }
     }
@@ -265,13 +296,16 @@ impl<B: Backing> StreamOrdered<B> {
         e
     }
 
-    /// Allocates `size` bytes (a multiple of 256) in `stream` order.
-    fn allocate(&mut self, size: usize, stream: CudaStreamView) -> Result<u64> {
+    /// Allocates `size` bytes (a multiple of 256) in `stream` order for a
+    /// request of `bytes`, recorded as live on `stream`'s list.
+    fn allocate(&mut self, size: usize, bytes: usize, stream: CudaStreamView) -> Result<u64> {
         if size > self.backing.max_allocation() {
             return Err(self.exceeds_maximum(size));
         }
-        let own = self.index_of(stream);
-        if let Some(a) = self.lists[own].list.take(size) {
+        let i = self.index_of(stream);
+        let slot = self.lists[i].clone();
+        let mut own = slot.lock_settled();
+        if let Some(a) = own.take_request(size, bytes) {
             return Ok(a);
         }
         // The slow paths wait on events, synchronise the device or grow from
@@ -281,32 +315,48 @@ impl<B: Backing> StreamOrdered<B> {
         if let Some(device) = self.device {
             ensure_current(self.backing.name(), device)?;
         }
-        // Another stream's block, without merging lists.
-        for i in 0..self.lists.len() {
-            if i != own && self.lists[i].list.fits(size) && !self.needs_forbidden_sync(i) {
-                self.make_safe_for(i, stream)?;
-                if let Some(a) = self.lists[i].list.take(size) {
+        // Another stream's block, without merging lists. The wait and the
+        // take happen under that list's lock: no free on its stream can
+        // slip in between.
+        for j in 0..self.lists.len() {
+            if j == i {
+                continue;
+            }
+            let other_slot = self.lists[j].clone();
+            let mut other = other_slot.lock_settled();
+            if other.list.fits(size) && !self.needs_forbidden_sync(&other) {
+                self.make_safe_for((i, &mut own), (j, &mut other), stream)?;
+                if let Some(a) = other.list.take(size) {
+                    drop(other);
+                    own.record_live(a, bytes);
                     return Ok(a);
                 }
             }
         }
         // Merge whole lists into this stream's, retrying after each.
-        for i in 0..self.lists.len() {
-            if i == own || self.lists[i].list.is_empty() || self.needs_forbidden_sync(i) {
+        for j in 0..self.lists.len() {
+            if j == i {
                 continue;
             }
-            self.make_safe_for(i, stream)?;
-            let mut other = std::mem::take(&mut self.lists[i].list);
-            let backing = &self.backing;
-            self.lists[own].list.absorb(&mut other, |a| backing.is_head(a));
-            self.mark_used(own);
-            if let Some(a) = self.lists[own].list.take(size) {
+            let other_slot = self.lists[j].clone();
+            let mut other = other_slot.lock_settled();
+            if other.list.is_empty() || self.needs_forbidden_sync(&other) {
+                continue;
+            }
+            self.make_safe_for((i, &mut own), (j, &mut other), stream)?;
+            let mut taken = std::mem::take(&mut other.list);
+            drop(other);
+            let heads = own.heads.clone();
+            own.list.absorb(&mut taken, |a| heads.contains(a));
+            own.mark_used();
+            if let Some(a) = own.take_request(size, bytes) {
                 return Ok(a);
             }
         }
-        self.backing.grow(size, stream, &mut self.lists[own].list)?;
-        self.mark_used(own);
-        self.lists[own].list.take(size).ok_or_else(|| Error::OutOfMemory {
+        self.backing.grow(size, stream, &mut own.list)?;
+        self.refresh_heads(i, &mut own);
+        own.mark_used();
+        own.take_request(size, bytes).ok_or_else(|| Error::OutOfMemory {
             requested: size,
             reason: format!("{}: grown memory does not hold the request", self.backing.name()),
             report: None,
@@ -320,27 +370,33 @@ impl<B: Backing> StreamOrdered<B> {
             .backing
             .block_size(bytes)
             .ok_or_else(|| self.exceeds_maximum(bytes))?;
-        let addr = self.allocate(size, stream)?;
-        if let Some(live) = &mut self.live {
-            if !live.insert(addr, bytes) {
-                log::error!(
-                    "{}: handed out {addr:#x} ({bytes} bytes) while it is live (internal error)",
-                    self.backing.name()
-                );
-            }
-        }
+        let addr = self.allocate(size, bytes, stream)?;
         if let Some(a) = &mut self.annotations {
             a.allocated(self.backing.chunk_of(addr), addr, bytes);
         }
         Ok(addr)
     }
 
+    /// Removes the live record of `addr` from whichever stream's list holds
+    /// it, if it was requested with `bytes`.
+    fn remove_live(&self, addr: u64, bytes: usize) -> std::result::Result<(), BadFree> {
+        for slot in &self.lists {
+            if let Some(live) = &mut slot.lock_settled().live {
+                match live.remove(addr, bytes) {
+                    Err(BadFree::NotLive) => continue,
+                    r => return r,
+                }
+            }
+        }
+        Err(BadFree::NotLive)
+    }
+
     /// Frees a request of `bytes` made through
     /// [`allocate_request`](Self::allocate_request). A free that names no
     /// live allocation or a wrong size is logged and ignored.
     pub fn deallocate_request(&mut self, addr: u64, bytes: usize, stream: CudaStreamView) {
-        if let Some(live) = &mut self.live {
-            if let Err(bad) = live.remove(addr, bytes) {
+        if self.check_frees {
+            if let Err(bad) = self.remove_live(addr, bytes) {
                 self.bad_frees += 1;
                 log_bad_free(self.backing.name(), addr, bytes, bad);
                 return;
@@ -362,7 +418,7 @@ impl<B: Backing> StreamOrdered<B> {
     /// overlapping a free block's edge are logged and ignored (the only
     /// checks left when the live record is off).
     fn deallocate(&mut self, addr: u64, size: usize, stream: CudaStreamView) {
-        if self.live.is_none() && !self.backing.contains(addr, size) {
+        if !self.check_frees && !self.backing.contains(addr, size) {
             self.bad_frees += 1;
             log::error!(
                 "{}: free of {addr:#x} ({size} bytes), which it did not allocate; ignored",
@@ -371,69 +427,61 @@ impl<B: Backing> StreamOrdered<B> {
             return;
         }
         let i = self.index_of(stream);
-        let backing = &self.backing;
-        if !self.lists[i].list.put(addr, size, |a| backing.is_head(a)) {
+        let mut own = self.lists[i].lock_settled();
+        if !own.put(addr, size) {
+            drop(own);
             self.bad_frees += 1;
             log::error!(
                 "{}: free of {addr:#x} ({size} bytes) overlaps free memory (double free?); ignored",
-                backing.name()
+                self.backing.name()
             );
             return;
         }
+        own.mark_used();
+        drop(own);
         if let Some(a) = &self.annotations {
             a.freed(addr);
         }
-        self.mark_used(i);
+    }
+
+    /// Every stream's list, locked, in creation order.
+    fn locked(&self) -> Vec<MutexGuard<'_, StreamList<B::List>>> {
+        self.lists.iter().map(|s| s.lock_settled()).collect()
     }
 
     /// Total free bytes over all streams.
     pub fn free_bytes(&self) -> usize {
-        self.lists.iter().map(|l| l.list.free_bytes()).sum()
+        self.lists
+            .iter()
+            .map(|s| s.lock_settled().list.free_bytes())
+            .sum()
     }
 
-    /// Every stream's list, for statistics.
-    pub fn lists(&self) -> impl Iterator<Item = &B::List> {
-        self.lists.iter().map(|l| &l.list)
+    /// The backing's report on every stream's free blocks.
+    pub fn free_block_stats(&self) -> Option<crate::mr::FreeBlockStats> {
+        let lists = self.locked();
+        B::free_block_stats(lists.iter().map(|l| &l.list))
     }
 
     /// Calls `f` on every stream's list.
     pub fn for_each_list(&mut self, mut f: impl FnMut(&mut B::List, &B)) {
-        for l in &mut self.lists {
-            f(&mut l.list, &self.backing);
+        for slot in &self.lists {
+            f(&mut slot.lock_settled().list, &self.backing);
         }
     }
 
-    /// Notes that list `i`'s blocks were used in its stream's order (a
-    /// free, a merge after waiting, new upstream memory): an eager list
-    /// records its event now, a lazy one becomes dirty.
-    fn mark_used(&mut self, i: usize) {
-        if self.simulated {
-            return;
-        }
-        let l = &mut self.lists[i];
-        if !l.eager {
-            l.state = EventState::Dirty;
-            return;
-        }
-        l.state = match record(l) {
-            Ok(()) => EventState::Recorded,
-            Err(e) => {
-                log::warn!(
-                    "event record on {:?} failed ({e}); takers of its blocks will synchronise the device",
-                    l.stream
-                );
-                EventState::Dirty
-            }
-        };
-    }
-
-    /// Orders `stream` after every use of list `i`'s blocks.
-    fn make_safe_for(&mut self, i: usize, stream: CudaStreamView) -> Result<()> {
+    /// Orders `stream` after every use of list `j`'s blocks (`other`, held
+    /// locked by the caller, as is `own`, the caller's list `i`).
+    fn make_safe_for(
+        &mut self,
+        (i, own): (usize, &mut StreamList<B::List>),
+        (j, other): (usize, &mut StreamList<B::List>),
+        stream: CudaStreamView,
+    ) -> Result<()> {
         if self.simulated {
             return Ok(());
         }
-        let l = &mut self.lists[i];
-        match (l.state, l.event) {
+        match (other.state, other.event) {
             // SAFETY: the event lives until teardown; `stream` is a live view.
             (EventState::Recorded, Some(event)) => unsafe {
                 driver::stream_wait_event(stream.handle(), event)
@@ -441,14 +489,28 @@ impl<B: Backing> StreamOrdered<B> {
             // A list is marked recorded only after its event was.
             (EventState::Clean | EventState::Recorded, _) => Ok(()),
             (EventState::Dirty, _) => {
+                // Every list stays locked across the synchronisation: a
+                // free on another stream meanwhile (its block's last use
+                // possibly queued after the synchronisation began) would
+                // otherwise be marked clean below.
+                let slots: Vec<_> = (0..self.lists.len())
+                    .filter(|&k| k != i && k != j)
+                    .map(|k| self.lists[k].clone())
+                    .collect();
+                let mut rest: Vec<_> = slots.iter().map(|s| s.lock_settled()).collect();
                 // A device synchronisation fails captures under way.
                 crate::graph::wait_for_other_captures();
                 driver::device_synchronize()?;
                 // Every use of every list is complete: all start afresh, eager.
                 self.shared = true;
-                for l in &mut self.lists {
+                let fresh = |l: &mut StreamList<B::List>| {
                     l.state = EventState::Clean;
                     l.eager = true;
+                };
+                fresh(other);
+                fresh(own);
+                for l in &mut rest {
+                    fresh(l);
                 }
                 Ok(())
             }
@@ -477,32 +539,12 @@ impl<B: Backing> StreamOrdered<B> {
     pub fn teardown(&mut self) {
         let _device =
             super::quiesce_device(self.backing.name(), "before release", self.device, self.simulated);
-        self.destroy_events();
+        for slot in &self.lists {
+            slot.lock_settled().destroy_event();
+        }
         if let Some(a) = &mut self.annotations {
             a.release();
         }
         self.backing.release();
     }
-
-    /// Destroys the events (the lists' memory is the backing's to return).
-    fn destroy_events(&mut self) {
-        for l in &mut self.lists {
-            if let Some(event) = l.event.take() {
-                // SAFETY: the event was created by `record` and is used by no one else.
-                if let Err(e) = unsafe { driver::event_destroy(event) } {
-                    log::error!("cuEventDestroy failed: {e}");
-                }
-            }
-        }
-    }
-}
-
-fn record<L>(l: &mut StreamList<L>) -> Result<()> {
-    let event = match l.event {
-        Some(event) => event,
-        None => *l.event.insert(driver::event_create(false)?),
-    };
-    // SAFETY: the event lives until teardown; the list's stream is the one
-    // the caller passes in right now (see the field's docs), so it is live.
-    unsafe { driver::event_record(event, l.stream.handle()) }
 }

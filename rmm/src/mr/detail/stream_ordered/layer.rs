@@ -23,7 +23,8 @@ impl<B: Backing> StreamOrdered<B> {
         let mut blocks = Vec::new();
         let mut by_stream = std::collections::BTreeMap::new();
         let (mut free, mut largest) = (0usize, 0usize);
-        for sl in &self.lists {
+        let lists = self.locked();
+        for (slot, sl) in self.lists.iter().zip(&lists) {
             let mut on_stream = 0usize;
             for (address, n) in sl.list.blocks() {
                 let size = if n == 0 { unit } else { n };
@@ -33,14 +34,17 @@ impl<B: Backing> StreamOrdered<B> {
                     address,
                     size,
                     state: BlockState::Free,
-                    stream: Some(sl.key.raw),
+                    stream: Some(slot.key.raw()),
                 });
             }
             free += on_stream;
             // Per-thread default streams of several threads share a handle.
-            *by_stream.entry(sl.key.raw).or_insert(0usize) += on_stream;
+            *by_stream.entry(slot.key.raw()).or_insert(0usize) += on_stream;
         }
-        for (address, bytes) in self.live.iter().flat_map(|live| live.iter()) {
+        for (address, bytes) in lists
+            .iter()
+            .flat_map(|l| l.live.iter().flat_map(|live| live.iter()))
+        {
             blocks.push(Block {
                 address,
                 size: self.backing.block_size(bytes).unwrap_or(bytes),
@@ -48,6 +52,7 @@ impl<B: Backing> StreamOrdered<B> {
                 stream: None,
             });
         }
+        drop(lists);
         blocks.sort_by_key(|b| b.address);
         l.blocks = Some(blocks);
         l.reserved_bytes = Some(reserved);

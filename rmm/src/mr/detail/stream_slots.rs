@@ -1,0 +1,98 @@
+//! Each thread's cache of the stream slots it used last (resource, stream
+//! → [`Slot`]), so that the per-stream fast paths of the stream-ordered
+//! resources find their stream's list without the resource's lock.
+//!
+//! A resource is known by an id no other resource in the process gets
+//! ([`next_resource_id`]), so an entry of a dropped resource is never
+//! found again; it only keeps its slot's memory until [`CACHED`] newer
+//! entries push it out.
+#![forbid(unsafe_code)]
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::stream_ordered::{Slot, StreamKey};
+
+/// Entries each thread keeps (the most recently added ones).
+const CACHED: usize = 8;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh resource id.
+pub(crate) fn next_resource_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+type Entry = (u64, StreamKey, Arc<dyn Any + Send + Sync>);
+
+thread_local! {
+    static SLOTS: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on the slot of stream `key` of resource `id`, found in this
+/// thread's cache or else by `lookup` (which takes the resource's lock)
+/// and cached. `None` when the cache cannot be used: the thread is
+/// exiting, or `f` of an outer call is running on this thread.
+pub(crate) fn with_slot<L: Send + 'static, R>(
+    id: u64,
+    key: StreamKey,
+    lookup: impl FnOnce() -> Arc<Slot<L>>,
+    f: impl FnOnce(&Slot<L>) -> R,
+) -> Option<R> {
+    SLOTS
+        .try_with(|cell| {
+            let mut slots = cell.try_borrow_mut().ok()?;
+            let pos = match slots.iter().position(|(i, k, _)| *i == id && *k == key) {
+                Some(pos) => pos,
+                None => {
+                    if slots.len() == CACHED {
+                        slots.remove(0);
+                    }
+                    slots.push((id, key, lookup()));
+                    slots.len() - 1
+                }
+            };
+            slots[pos].2.downcast_ref::<Slot<L>>().map(f)
+        })
+        .ok()
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(raw: usize) -> StreamKey {
+        StreamKey::for_test(raw)
+    }
+
+    /// A cached slot is found again without a lookup; a ninth entry pushes
+    /// out the oldest, which is then looked up again.
+    #[test]
+    fn caches_the_most_recent_slots() {
+        let id = next_resource_id();
+        let looked_up = std::cell::Cell::new(0);
+        let slot = |raw: usize| {
+            with_slot::<(), usize>(
+                id,
+                key(raw),
+                || {
+                    looked_up.set(looked_up.get() + 1);
+                    Arc::new(Slot::for_test(key(raw)))
+                },
+                |s| s.key.raw(),
+            )
+        };
+        assert_eq!(slot(7), Some(7));
+        assert_eq!(slot(7), Some(7));
+        assert_eq!(looked_up.get(), 1);
+        for raw in 100..100 + CACHED {
+            assert_eq!(slot(raw), Some(raw));
+        }
+        assert_eq!(looked_up.get(), 1 + CACHED);
+        assert_eq!(slot(7), Some(7));
+        assert_eq!(looked_up.get(), 2 + CACHED);
+    }
+}
