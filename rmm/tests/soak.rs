@@ -32,7 +32,10 @@
 //! operation (milliseconds) and the teardown.
 //!
 //! `RMM_SOAK_SECONDS` (default 60) and `RMM_SOAK_THREADS` (default 32) size
-//! it. It skips without a GPU and fails with `RMM_REQUIRE_GPU=1`.
+//! it. It skips without a GPU and fails with `RMM_REQUIRE_GPU=1`. Its CPU
+//! twin, `soak_over_simulated_resources`, runs everywhere for 3 s with 16
+//! threads: batches and scratch over every resource and adaptor that works
+//! over the simulated resource, with the same live-range check and summary.
 
 mod common;
 
@@ -52,7 +55,7 @@ use rmm::mr::{
     BinningMemoryResource, CallbackMemoryResource, CudaAsyncManagedMemoryResource, CudaAsyncMemoryResource,
     CudaMemoryResource, FixedSizeMemoryResource, FixedSizeOptions, ManagedMemoryResource, MemoryResource,
     PinnedHostMemoryResource, PoolMemoryResource, PoolOptions, SamHeadroomMemoryResource, SharedResource,
-    SystemMemoryResource, VirtualPoolMemoryResource, VirtualPoolOptions,
+    SimulatedMemoryResource, SystemMemoryResource, VirtualPoolMemoryResource, VirtualPoolOptions,
 };
 use rmm::{CudaStream, CudaStreamView, DeviceBuffer, DevicePtr, DeviceUvector, Error};
 use rmm_testing::{LiveRanges, Progress, SplitMix64, Watchdog};
@@ -106,6 +109,70 @@ impl Write for CountingSink {
     }
 }
 
+/// A callback resource whose callbacks forward to `mr`.
+fn callback_over(mr: impl MemoryResource + Clone + 'static) -> CallbackMemoryResource {
+    let upstream = mr.clone();
+    CallbackMemoryResource::new(
+        move |b, al, s| upstream.allocate(b, al, s),
+        // SAFETY: the callback resource forwards frees of pointers it got from `mr`.
+        move |p, b, al, s| unsafe { mr.deallocate(p, b, al, s) },
+    )
+}
+
+/// A failure-callback adaptor over the tightly limited stack: it retries up
+/// to three times, then gives up (out of memory is expected there).
+fn retrying<U: MemoryResource>(tight: U) -> FailureCallbackAdaptor<U> {
+    let retries = AtomicUsize::new(0);
+    FailureCallbackAdaptor::new(tight, move |_| {
+        std::thread::yield_now();
+        retries.fetch_add(1, Ordering::Relaxed) % 4 != 3
+    })
+}
+
+/// The CPU twin's list: every resource and adaptor that works over the
+/// simulated resource, stacked as on a GPU (no driver, managed memory or
+/// virtual memory: no cuda, cuda_async, managed, pinned, vm_pool or
+/// prefetch).
+fn simulated_resources(log: &CountingSink) -> Vec<Entry> {
+    let sim = SimulatedMemoryResource::new(64 << 30);
+    let pool = PoolMemoryResource::new(sim.clone(), PoolOptions::default().initial_pool_size(256 * MIB))
+        .expect("pool");
+    let tight = LimitingAdaptor::new(pool.clone(), 8 * MIB);
+    vec![
+        entry("simulated", sim.clone()),
+        entry("pool", pool.clone()),
+        entry(
+            "fixed_size",
+            FixedSizeMemoryResource::new(sim.clone(), FixedSizeOptions::default()).expect("fixed_size"),
+        ),
+        entry("binning", BinningMemoryResource::new(sim.clone())),
+        entry(
+            "arena",
+            ArenaMemoryResource::new(sim.clone(), ArenaOptions::default().arena_size(1 << 30))
+                .expect("arena"),
+        ),
+        entry("callback", callback_over(sim.clone()).without_gpu()),
+        entry("system", SystemMemoryResource::without_gpu()),
+        entry(
+            "sam_headroom",
+            SamHeadroomMemoryResource::simulated(1 << 30, SimulatedMemoryResource::new(2 << 30)),
+        ),
+        entry(
+            "aligned",
+            AlignedAdaptor::new(sim.clone(), 4096, 64 * 1024).expect("aligned"),
+        ),
+        entry("failure_callback", retrying(tight.clone())),
+        entry("limiting", tight),
+        entry(
+            "logging",
+            LoggingAdaptor::to_writer(pool.clone(), log.clone(), false).expect("logging"),
+        ),
+        entry("statistics", StatisticsAdaptor::new(pool.clone())),
+        entry("thread_safe", ThreadSafeAdaptor::new(pool)),
+        entry("tracking", TrackingAdaptor::new(sim, false)),
+    ]
+}
+
 /// Every resource and adaptor of one device.
 ///
 /// Built here rather than through `rmm_replay::by_name`: that factory has no
@@ -123,14 +190,7 @@ fn resources_of(device: DeviceId, log: &CountingSink) -> Vec<Entry> {
         PoolOptions::default().initial_pool_size(256 * MIB),
     )
     .expect("pool");
-    let tight = LimitingAdaptor::new(pool.clone(), 64 * MIB);
-    let retries = AtomicUsize::new(0);
-    let cuda = CudaMemoryResource::new();
-    let callback = CallbackMemoryResource::new(
-        move |b, al, s| cuda.allocate(b, al, s),
-        // SAFETY: the callback resource forwards frees of pointers it got from `cuda`.
-        move |p, b, al, s| unsafe { cuda.deallocate(p, b, al, s) },
-    );
+    let tight = LimitingAdaptor::new(pool.clone(), 8 * MIB);
     let mut v = vec![
         entry("cuda", CudaMemoryResource::new()),
         entry("cuda_async", cuda_async.clone()),
@@ -161,19 +221,12 @@ fn resources_of(device: DeviceId, log: &CountingSink) -> Vec<Entry> {
             )
             .expect("arena"),
         ),
-        entry("callback", callback),
+        entry("callback", callback_over(CudaMemoryResource::new())),
         entry(
             "aligned",
             AlignedAdaptor::new(cuda_async.clone(), 4096, 64 * 1024).expect("aligned"),
         ),
-        // Retries up to three times, then gives up (out of memory is expected here).
-        entry(
-            "failure_callback",
-            FailureCallbackAdaptor::new(tight.clone(), move |_| {
-                std::thread::yield_now();
-                retries.fetch_add(1, Ordering::Relaxed) % 4 != 3
-            }),
-        ),
+        entry("failure_callback", retrying(tight.clone())),
         entry("limiting", tight),
         entry(
             "logging",
@@ -252,10 +305,17 @@ impl Tally {
             .sum()
     }
 
-    fn summary(&self, seconds: f64, threads: usize, devices: usize, log: &CountingSink) -> String {
+    fn summary(
+        &self,
+        seconds: f64,
+        threads: usize,
+        devices: usize,
+        kind: &str,
+        log: &CountingSink,
+    ) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
-            "soak summary: {seconds:.1} s, {threads} threads, {devices} GPU(s); operations: alloc {} free {} \
+            "soak summary: {seconds:.1} s, {threads} threads, {devices} {kind}; operations: alloc {} free {} \
              resize {} scratch {} stream_create {} stream_destroy {} swap {}; bytes allocated {} copied {}; \
              expected out-of-memory {}; log lines {}; anomalies {} (overlaps {} mismatches {} errors {})",
             g(&self.allocs),
@@ -308,6 +368,14 @@ impl Worker<'_> {
         };
         let value = ((ptr.addr() >> 8) as u8 ^ self.thread as u8) | 1;
         let n = bytes.min(CHECKED);
+        if mr.is_simulated() {
+            return Some(Held {
+                ptr,
+                bytes,
+                value,
+                tracked,
+            });
+        }
         // SAFETY: [ptr, ptr + n) lies in the allocation just made.
         let fill = unsafe { rmm::launch::memset_async(ptr, value as u32, 1, n, stream) };
         if self.tally.ok(name, fill).is_some() {
@@ -323,7 +391,11 @@ impl Worker<'_> {
 
     /// Reads back the first bytes of every allocation in `held` on `stream`
     /// (which wrote them) and counts each one that changed.
-    fn check(&self, name: &str, held: &[Held], stream: CudaStreamView) {
+    fn check(&self, e: &Entry, held: &[Held], stream: CudaStreamView) {
+        if e.mr.is_simulated() {
+            return;
+        }
+        let name = e.name;
         let mut host: Vec<Vec<u8>> = held.iter().map(|h| vec![0u8; h.bytes.min(CHECKED)]).collect();
         for (h, buf) in held.iter().zip(host.iter_mut()) {
             // SAFETY: the source lies in the live allocation; `buf` outlives
@@ -374,7 +446,7 @@ impl Worker<'_> {
         for _ in 0..1 + rng.below(16) {
             held.extend(self.take(e.name, &e.mr, 1 + rng.below(e.max_bytes), a));
         }
-        self.check(e.name, &held, a);
+        self.check(e, &held, a);
         self.give_back(&e.mr, held, b);
     }
 
@@ -418,6 +490,9 @@ impl Worker<'_> {
             return;
         };
         add(&self.tally.scratches, 1);
+        if e.mr.is_simulated() {
+            return;
+        }
         let bytes = s.size_bytes();
         let value = (self.thread as u8) | 0x80;
         let n = bytes.min(CHECKED);
@@ -430,7 +505,7 @@ impl Worker<'_> {
                 value,
                 tracked: false,
             }];
-            self.check(e.name, &held, b);
+            self.check(e, &held, b);
         }
         drop(s);
     }
@@ -446,7 +521,7 @@ impl Worker<'_> {
         for _ in 0..1 + rng.below(4) {
             held.extend(self.take(e.name, &e.mr, 1 + rng.below(e.max_bytes), s.view()));
         }
-        self.check(e.name, &held, s.view());
+        self.check(e, &held, s.view());
         self.give_back(&e.mr, held, s.view());
         drop(s);
         add(&self.tally.streams_destroyed, 1);
@@ -482,41 +557,38 @@ impl Worker<'_> {
         let _ = self.tally.ok("sync A", a.synchronize());
     }
 
-    /// Runs operations until `deadline`.
-    fn run(&self, device: DeviceId, resources: &[Entry], deadline: Instant) {
-        set_current_device(device).expect("device");
-        let (a, b) = (
-            CudaStream::new().expect("stream"),
-            CudaStream::new().expect("stream"),
-        );
+    /// Runs operations until `deadline`: all five kinds on a GPU, batches
+    /// and scratch over simulated resources (`device` is `None`).
+    fn run(&self, device: Option<DeviceId>, resources: &[Entry], deadline: Instant) {
+        if let Some(d) = device {
+            set_current_device(d).expect("device");
+        }
+        let streams = common::Streams::new(resources[0].mr.inner(), 2);
+        let (a, b) = (streams.get(0), streams.get(1));
+        let kinds = if device.is_some() { 5 } else { 2 };
         let mut rng = SplitMix64(0x50A4 + self.thread as u64);
         while Instant::now() < deadline {
             let e = &resources[rng.below(resources.len())];
-            match rng.below(5) {
-                0 => self.batch(e, &mut rng, a.view(), b.view()),
-                1 => self.container(e, &mut rng, a.view()),
-                2 => self.scratch(e, &mut rng, b.view()),
+            match rng.below(kinds) {
+                0 => self.batch(e, &mut rng, a, b),
+                1 => self.scratch(e, &mut rng, b),
+                2 => self.container(e, &mut rng, a),
                 3 => self.stream_life(e, &mut rng),
-                _ => self.swap(e, &mut rng, a.view()),
+                _ => self.swap(e, &mut rng, a),
             }
             self.progress.tick();
         }
         self.progress.doing("finishing");
-        let _ = self.tally.ok("sync A", a.synchronize());
-        let _ = self.tally.ok("sync B", b.synchronize());
+        streams.sync(0);
+        streams.sync(1);
     }
 }
 
-#[test]
-fn soak_every_resource_on_every_gpu() {
-    rmm_testing::require_gpu!();
-    let seconds = rmm_testing::env::soak_seconds();
-    let threads = rmm_testing::env::soak_threads();
-    let devices = device_count();
-    let log = CountingSink::default();
-    let per_device: Vec<_> = (0..devices as i32)
-        .map(|d| resources_of(DeviceId(d), &log))
-        .collect();
+/// Runs `threads` workers over `per_device` (a GPU's resources each, or one
+/// list of simulated ones) for `seconds`; prints the summary line and
+/// fails on any anomaly.
+fn soak(per_device: Vec<Vec<Entry>>, on_gpu: bool, seconds: u64, threads: usize, log: &CountingSink) {
+    let devices = per_device.len();
     let (tally, live) = (Tally::default(), LiveRanges::default());
     let dog = Watchdog::new("soak", Duration::from_secs(10));
     let started = Instant::now();
@@ -534,18 +606,25 @@ fn soak_every_resource_on_every_gpu() {
                     progress: &progress,
                     thread,
                 };
-                worker.run(device, resources, deadline);
+                worker.run(on_gpu.then_some(device), resources, deadline);
             });
         }
     });
     dog.stop();
-    for d in 0..devices as i32 {
-        set_current_device(DeviceId(d)).expect("device");
-        reset_current_device_resource();
+    if on_gpu {
+        for d in 0..devices as i32 {
+            set_current_device(DeviceId(d)).expect("device");
+            reset_current_device_resource();
+        }
     }
+    let stream_lists = pool_stream_lists(&per_device);
     drop(per_device);
     let elapsed = started.elapsed().as_secs_f64();
-    eprintln!("{}", tally.summary(elapsed, threads, devices, &log));
+    let kind = if on_gpu { "GPU(s)" } else { "simulated device(s)" };
+    eprintln!(
+        "{}; pool stream lists {stream_lists:?}",
+        tally.summary(elapsed, threads, devices, kind, log)
+    );
     assert!(live.is_empty(), "{} allocations still recorded live", live.len());
     assert_eq!(
         tally.anomalies(),
@@ -553,9 +632,43 @@ fn soak_every_resource_on_every_gpu() {
         "anomalies: {:?}",
         tally.first_anomalies.lock().unwrap()
     );
-    let ops = tally.allocs.load(Ordering::Relaxed);
+    let allocs = tally.allocs.load(Ordering::Relaxed);
     assert!(
-        ops >= threads as u64,
-        "soak made almost no progress: {ops} allocations"
+        allocs >= threads as u64,
+        "soak made almost no progress: {allocs} allocations"
     );
+}
+
+/// How many per-stream free lists each shared pool keeps at the end (they
+/// must not grow with every stream ever created).
+fn pool_stream_lists(per_device: &[Vec<Entry>]) -> Vec<usize> {
+    let pools = per_device.iter().flatten().filter(|e| e.name == "pool");
+    pools
+        .map(|e| {
+            let snap = rmm::mr::snapshot(e.mr.inner());
+            snap.layers[0]
+                .free_bytes_by_stream
+                .as_ref()
+                .map_or(0, |v| v.len())
+        })
+        .collect()
+}
+
+#[test]
+fn soak_every_resource_on_every_gpu() {
+    rmm_testing::require_gpu!();
+    let log = CountingSink::default();
+    let per_device = (0..device_count() as i32)
+        .map(|d| resources_of(DeviceId(d), &log))
+        .collect();
+    let (seconds, threads) = (rmm_testing::env::soak_seconds(), rmm_testing::env::soak_threads());
+    soak(per_device, true, seconds, threads, &log);
+}
+
+/// The CPU twin (runs everywhere, 3 s): batches and scratch over every
+/// resource and adaptor that works over the simulated resource.
+#[test]
+fn soak_over_simulated_resources() {
+    let log = CountingSink::default();
+    soak(vec![simulated_resources(&log)], false, 3, 16, &log);
 }
