@@ -264,6 +264,21 @@ impl Ballast {
     }
 }
 
+/// Checks that the pool's memory is all free, in one block.
+fn assert_pool_whole(pool: &PoolMemoryResource, capacity: usize, round: usize) {
+    assert_eq!(
+        pool.free_bytes(),
+        capacity,
+        "round {round} starts with memory in use"
+    );
+    let largest = rmm::mr::snapshot(pool).layers[0].largest_free_block;
+    assert_eq!(
+        largest,
+        Some(capacity),
+        "round {round} starts with the pool fragmented"
+    );
+}
+
 /// 32 threads allocate at once from a full pool behind a failure-callback
 /// adaptor whose callback frees the test's ballast. Even rounds ask for
 /// exactly what the pool holds (every allocation must succeed), odd rounds
@@ -299,17 +314,7 @@ fn callback_storm(backend: Backend) {
         let split = SPLITS[(round / 2) % SPLITS.len()];
         let (bytes, slots) = (CHUNK / split, CHUNKS * split);
         let demand = if round % 2 == 0 { slots } else { 2 * slots };
-        assert_eq!(
-            pool.free_bytes(),
-            capacity,
-            "round {round} starts with memory in use"
-        );
-        let largest = rmm::mr::snapshot(&pool).layers[0].largest_free_block;
-        assert_eq!(
-            largest,
-            Some(capacity),
-            "round {round} starts with the pool fragmented"
-        );
+        assert_pool_whole(&pool, capacity, round);
         ballast.fill();
         let before = counts.successes.load(Ordering::Relaxed);
         let all_taken = Barrier::new(THREADS);
