@@ -34,7 +34,7 @@ use std::time::Duration;
 use common::Streams;
 use rmm::mr::adaptors::{FailureCallbackAdaptor, LimitingAdaptor};
 use rmm::mr::{
-    CudaMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource,
+    CudaAsyncMemoryResource, MemoryResource, PoolMemoryResource, PoolOptions, SharedResource,
     SimulatedMemoryResource,
 };
 use rmm::{CudaStreamView, DevicePtr, Error};
@@ -65,7 +65,10 @@ impl Backend {
                 let sim = SimulatedMemoryResource::new(bytes);
                 (SharedResource::new(sim.clone()), Some(sim))
             }
-            Backend::Gpu => (SharedResource::new(CudaMemoryResource::new()), None),
+            Backend::Gpu => (
+                SharedResource::new(CudaAsyncMemoryResource::new().expect("cuda_async")),
+                None,
+            ),
         }
     }
 }
