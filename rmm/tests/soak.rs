@@ -367,19 +367,13 @@ impl Worker<'_> {
             }
         };
         let value = ((ptr.addr() >> 8) as u8 ^ self.thread as u8) | 1;
-        let n = bytes.min(CHECKED);
-        if mr.is_simulated() {
-            return Some(Held {
-                ptr,
-                bytes,
-                value,
-                tracked,
-            });
-        }
-        // SAFETY: [ptr, ptr + n) lies in the allocation just made.
-        let fill = unsafe { rmm::launch::memset_async(ptr, value as u32, 1, n, stream) };
-        if self.tally.ok(name, fill).is_some() {
-            add(&self.tally.bytes_copied, n);
+        if !mr.is_simulated() {
+            let n = bytes.min(CHECKED);
+            // SAFETY: [ptr, ptr + n) lies in the allocation just made.
+            let fill = unsafe { rmm::launch::memset_async(ptr, value as u32, 1, n, stream) };
+            if self.tally.ok(name, fill).is_some() {
+                add(&self.tally.bytes_copied, n);
+            }
         }
         Some(Held {
             ptr,
@@ -409,6 +403,8 @@ impl Worker<'_> {
             }
         }
         if self.tally.ok(name, stream.synchronize()).is_none() {
+            // The copies may still be pending: their destinations must stay.
+            std::mem::forget(host);
             return;
         }
         for (h, buf) in held.iter().zip(&host) {
@@ -460,8 +456,16 @@ impl Worker<'_> {
             return;
         };
         add(&self.tally.allocs, 1);
-        let steps = [n * 2, n / 2 + 1];
-        for len in steps {
+        self.resize_and_compare(e, &mut v, &host, a);
+        drop(v);
+        add(&self.tally.frees, 1);
+    }
+
+    /// Grows `v` (a copy of `host`) to twice, shrinks it to half and to
+    /// fit, then compares what is left with `host`.
+    fn resize_and_compare(&self, e: &Entry, v: &mut DeviceUvector<u32>, host: &[u32], a: CudaStreamView) {
+        let n = host.len();
+        for len in [n * 2, n / 2 + 1] {
             if self.tally.ok(e.name, v.resize(len, a)).is_none() {
                 return;
             }
@@ -477,8 +481,6 @@ impl Worker<'_> {
                 self.tally.anomaly(&self.tally.mismatches, what);
             }
         }
-        drop(v);
-        add(&self.tally.frees, 1);
     }
 
     /// Scratch of an execution policy on `b`, filled and read back.
