@@ -596,11 +596,13 @@ fn soak(per_device: Vec<Vec<Entry>>, on_gpu: bool, seconds: u64, threads: usize,
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
     std::thread::scope(|scope| {
+        let (tally, per_device) = (&tally, &per_device);
+        scope.spawn(move || report_progress(tally, per_device, started, deadline));
         for thread in 0..threads {
             let device = DeviceId((thread % devices) as i32);
             let resources = &per_device[device.value() as usize];
             let progress = dog.progress(format!("thread {thread} ({device})"));
-            let (tally, live) = (&tally, &live);
+            let live = &live;
             scope.spawn(move || {
                 let worker = Worker {
                     tally,
@@ -641,8 +643,29 @@ fn soak(per_device: Vec<Vec<Entry>>, on_gpu: bool, seconds: u64, threads: usize,
     );
 }
 
-/// How many per-stream free lists each shared pool keeps at the end (they
-/// must not grow with every stream ever created).
+/// Prints, ten times over the run (at most every 5 s), the allocations so
+/// far and the shared pools' per-stream free lists, so that a long run shows
+/// whether the lists level off while streams come and go.
+fn report_progress(tally: &Tally, per_device: &[Vec<Entry>], started: Instant, deadline: Instant) {
+    let every = ((deadline - started) / 10).max(Duration::from_secs(5));
+    let mut next = started + every;
+    while next < deadline {
+        while Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!(
+            "soak progress: {:.0} s, alloc {}, streams created {}, pool stream lists {:?}",
+            started.elapsed().as_secs_f64(),
+            tally.allocs.load(Ordering::Relaxed),
+            tally.streams_created.load(Ordering::Relaxed),
+            pool_stream_lists(per_device)
+        );
+        next += every;
+    }
+}
+
+/// How many per-stream free lists each shared pool keeps (they must not
+/// grow with every stream ever created).
 fn pool_stream_lists(per_device: &[Vec<Entry>]) -> Vec<usize> {
     let pools = per_device.iter().flatten().filter(|e| e.name == "pool");
     pools
