@@ -471,6 +471,42 @@ mod tests {
         assert_eq!((pool.free_bytes(), pool.bad_frees()), (64 * MIB, 3));
     }
 
+    /// Streams come and go: the lists of streams no one uses any more are
+    /// folded into a new stream's list and dropped, so their number stays
+    /// bounded; a list with a live allocation stays, and its block is
+    /// freed normally thousands of streams later; no memory is lost.
+    #[test]
+    fn lists_of_unused_streams_are_folded_and_dropped() {
+        let pool = pool();
+        let keep = stream(0x50);
+        let held = pool.allocate(5000, 256, keep).unwrap();
+        let lists = |pool: &PoolMemoryResource<SimulatedMemoryResource>| {
+            let snap = crate::mr::snapshot(pool);
+            snap.layers[0].free_bytes_by_stream.as_ref().map_or(0, Vec::len)
+        };
+        let mut most = 0;
+        for k in 1..3000usize {
+            let s = stream(0x1000 + 16 * k);
+            let a = pool.allocate(256 * (1 + k % 40), 256, s).unwrap();
+            let b = pool.allocate(1 << 20, 256, s).unwrap();
+            // SAFETY: both were allocated above on `s` with these sizes.
+            unsafe {
+                pool.deallocate(a, 256 * (1 + k % 40), 256, s);
+                pool.deallocate(b, 1 << 20, 256, s);
+            }
+            most = most.max(lists(&pool));
+        }
+        assert!(most <= 2 * 64 + 1, "{most} lists kept");
+        // SAFETY: allocated above on `keep` with this size.
+        unsafe { pool.deallocate(held, 5000, 256, keep) };
+        assert_eq!((pool.free_bytes(), pool.bad_frees()), (64 * MIB, 0));
+        // Every byte can be handed out again, on a stream never seen.
+        let all = pool.allocate(64 * MIB, 256, stream(0x9_0000)).unwrap();
+        assert_eq!(pool.pool_size(), 64 * MIB, "the pool grew: memory was lost");
+        // SAFETY: allocated just above.
+        unsafe { pool.deallocate(all, 64 * MIB, 256, stream(0x9_0000)) };
+    }
+
     /// A block freed on another stream than its allocation's goes through
     /// the core: accepted once, then refused on either stream.
     #[test]

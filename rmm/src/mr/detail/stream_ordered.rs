@@ -149,11 +149,17 @@ impl StreamKey {
     }
 }
 
+/// Lists a core keeps before making another one first drops the idle ones
+/// (see `StreamOrdered::fold_unused_lists`).
+const LISTS_BEFORE_PRUNING: usize = 64;
+
 /// Per-stream free lists over a [`Backing`]; callers hold one mutex around
 /// it, and each stream's list has a lock of its own (see [`Slot`]).
 #[derive(Debug)]
 pub(crate) struct StreamOrdered<B: Backing> {
     lists: Vec<Arc<Slot<B::List>>>,
+    /// The list count at which the next new list first drops idle ones.
+    prune_at: usize,
     /// The backing (upstream chunks, growth policy).
     pub backing: B,
     simulated: bool,
@@ -178,6 +184,7 @@ impl<B: Backing> StreamOrdered<B> {
     pub fn new(backing: B, simulated: bool, device: Option<DeviceId>) -> Self {
         StreamOrdered {
             lists: Vec::new(),
+            prune_at: LISTS_BEFORE_PRUNING,
             backing,
             simulated,
             device,
@@ -251,7 +258,72 @@ impl<B: Backing> StreamOrdered<B> {
             stash: None,
         };
         self.lists.push(Arc::new(Slot::new(key, list)));
-        self.lists.len() - 1
+        let i = self.lists.len() - 1;
+        if self.lists.len() > self.prune_at {
+            return self.fold_unused_lists(i, stream);
+        }
+        i
+    }
+
+    /// Folds the lists that no stream is using into list `i` (the
+    /// caller's new list, for `stream`) and drops them; returns `i`'s index
+    /// afterwards. Streams come and go (a soak creates thousands a second)
+    /// and their handles are rarely reused: without this their lists pile
+    /// up, and every slow path walks them all.
+    ///
+    /// A list is unused when no thread's cache of slots points at it (the
+    /// caller holds the core, through which every cache entry is made) and
+    /// it records no live allocation. Its free blocks move to `stream`'s
+    /// list after `stream` waits on its event ([`Self::make_safe_for`]);
+    /// lists that would need a device synchronisation for that keep their
+    /// blocks, as do all lists while a capture may be under way. The next
+    /// threshold is twice what is kept, so lists that stay cost one walk
+    /// per doubling.
+    fn fold_unused_lists(&mut self, i: usize, stream: CudaStreamView) -> usize {
+        let own_slot = self.lists[i].clone();
+        let unused = |slot: &Arc<Slot<B::List>>, l: &StreamList<B::List>| {
+            Arc::strong_count(slot) == 1 && l.live.as_ref().is_none_or(|m| m.len() == 0)
+        };
+        if !self.no_device_sync {
+            let mut own = own_slot.lock_settled();
+            for j in 0..self.lists.len() {
+                let other_slot = self.lists[j].clone();
+                if j == i || Arc::strong_count(&other_slot) > 2 {
+                    continue;
+                }
+                let mut other = other_slot.lock_settled();
+                let waitable = self.simulated || other.state != EventState::Dirty;
+                if other.list.is_empty() || other.live.as_ref().is_some_and(|m| m.len() > 0) || !waitable {
+                    continue;
+                }
+                if self
+                    .make_safe_for((i, &mut own), (j, &mut other), stream)
+                    .is_err()
+                {
+                    continue;
+                }
+                let mut taken = std::mem::take(&mut other.list);
+                let heads = own.heads.clone();
+                own.list.absorb(&mut taken, |a| heads.contains(a));
+                own.mark_used();
+            }
+        }
+        self.lists.retain(|slot| {
+            if Arc::ptr_eq(slot, &own_slot) {
+                return true;
+            }
+            let mut l = slot.lock_settled();
+            let drop_it = unused(slot, &l) && l.list.is_empty();
+            if drop_it {
+                l.destroy_event();
+            }
+            !drop_it
+        });
+        self.prune_at = (2 * self.lists.len()).max(LISTS_BEFORE_PRUNING);
+        self.lists
+            .iter()
+            .position(|s| Arc::ptr_eq(s, &own_slot))
+            .expect("the caller's list is kept")
     }
 
     /// Gives every list the backing's chunk heads as they are now; `own`
