@@ -95,6 +95,8 @@ case "$cmd" in
   ci)
     secs=${1:-30}
     start=$SECONDS
+    # fuzz/ is outside the workspace that .ci/run formats and lints.
+    cargo fmt --manifest-path fuzz/Cargo.toml -- --check
     build
     echo "fuzz: built in $((SECONDS - start))s"
     failed=()

@@ -411,6 +411,7 @@ fn run_fixed_size(sim: &SimulatedMemoryResource, foreign: &[(u64, usize)], input
 }
 
 fn run_binning(sim: &SimulatedMemoryResource, foreign: &[(u64, usize)], input: &mut Input<'_>) {
+    let held = sim.allocated_bytes();
     let (min_exp, max_exp) = (u32::from(input.u8() % 32), u32::from(input.u8() % 32));
     let mr = BinningMemoryResource::with_fixed_bins(sim.clone(), min_exp, max_exp);
     trace!("binning 2^{min_exp}..=2^{max_exp}: {}", mr.is_ok());
@@ -426,7 +427,16 @@ fn run_binning(sim: &SimulatedMemoryResource, foreign: &[(u64, usize)], input: &
     let sub = Subject {
         mr: &mr,
         snapshot: Box::new(|| vec![sim.allocated_bytes(), sim.live_allocations(), mr.cached_bytes()]),
-        consistent: Box::new(|_| {}),
+        // Bins hand out blocks of upstream chunks, larger requests go to the
+        // upstream whole: it holds at least what is live.
+        consistent: Box::new(|m| {
+            let upstream = sim.allocated_bytes() - held;
+            assert!(
+                upstream >= m.rounded,
+                "upstream holds {upstream} < live {}",
+                m.rounded
+            );
+        }),
         refused: Box::new(|| mr.bad_frees()),
         foreign,
     };
