@@ -13,8 +13,8 @@
 #                                                fuzz one target that long
 #   bash scripts/fuzz.sh ci [SECONDS]            every target SECONDS each (default 30)
 #   bash scripts/fuzz.sh repro TARGET FILE       run one input (a crash file)
-#   bash scripts/fuzz.sh cmin TARGET             minimize fuzz/corpus/TARGET with
-#                                                what the runs found
+#   bash scripts/fuzz.sh cmin TARGET             fold what the runs found into
+#                                                fuzz/corpus/TARGET, minimized
 #
 # Runs start from the committed corpus (fuzz/corpus/TARGET) and keep what
 # they find in fuzz/target/found/TARGET (not committed; `cmin` merges it
@@ -121,7 +121,10 @@ case "$cmd" in
     merged="$root/fuzz/target/cmin/$t"
     rm -rf "$merged"
     mkdir -p "$merged" "$root/fuzz/target/found/$t"
-    "$bin_dir/$t" -merge=1 "$merged" "$root/fuzz/corpus/$t" "$root/fuzz/target/found/$t"
+    # The fewest inputs that cover every edge the corpus and the runs reach
+    # (edges, not hit counts: keeps the committed corpus small).
+    "$bin_dir/$t" -set_cover_merge=1 -use_counters=0 "$merged" \
+      "$root/fuzz/corpus/$t" "$root/fuzz/target/found/$t"
     rm -rf "$root/fuzz/corpus/$t"
     mv "$merged" "$root/fuzz/corpus/$t"
     echo "fuzz: fuzz/corpus/$t now holds $(ls "$root/fuzz/corpus/$t" | wc -l) inputs"
