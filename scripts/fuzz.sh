@@ -125,6 +125,8 @@ case "$cmd" in
     # (edges, not hit counts: keeps the committed corpus small).
     "$bin_dir/$t" -set_cover_merge=1 -use_counters=0 "$merged" \
       "$root/fuzz/corpus/$t" "$root/fuzz/target/found/$t"
+    # Named seeds (the repository's logs, CSVs and snapshots) stay as they are.
+    find "$root/fuzz/corpus/$t" -type f -not -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$merged/" \;
     rm -rf "$root/fuzz/corpus/$t"
     mv "$merged" "$root/fuzz/corpus/$t"
     echo "fuzz: fuzz/corpus/$t now holds $(ls "$root/fuzz/corpus/$t" | wc -l) inputs"
