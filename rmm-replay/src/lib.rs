@@ -11,6 +11,7 @@
 //! | [`replay()`], [`ReplayReport`] | replays a log's events against a resource |
 //! | [`replay_from_snapshot`] | the same, starting from a snapshot's live allocations (docs/snapshots.md) |
 //! | [`by_name::resource`] | builds a resource or adaptor stack from a name such as `statistics_pool` |
+//! | [`sizes::parse_size_str`] | the one parser of sizes written with a unit (`"1GiB"`), as the Python package takes them |
 //!
 //!
 //! A log is the CSV that [`LoggingAdaptor`](rmm::mr::LoggingAdaptor) or
@@ -42,6 +43,7 @@
 pub mod by_name;
 mod engine;
 pub mod memlog;
+pub mod sizes;
 
 pub use engine::{parse_log, replay, replay_from_snapshot, snapshot_allocations, ReplayReport};
 pub use memlog::{Action, Event, LogError, MemoryLog};

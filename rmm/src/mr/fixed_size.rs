@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::detail::free_list::FixedSizeFreeList;
+use super::detail::free_list::{FixedSizeFreeList, FreeBlocks};
 use super::detail::shell::{
     chunk_containing, release_chunks, stream_ordered_memory_resource, Props, StreamOrderedResource,
 };
@@ -104,10 +104,13 @@ impl<U: MemoryResource> FixedBacking<U> {
         Ok(p.addr())
     }
 
+    /// Puts a new chunk's blocks on `list`. Through `put`, which gives a
+    /// stream's list that never held a block its block size: with `push`,
+    /// a list that first got blocks here counted them as 0 free bytes.
     fn carve(&self, base: u64, list: &mut FixedSizeFreeList) {
         let n = self.chunk_size / self.block_size;
         for i in 0..n {
-            list.push(base + (i * self.block_size) as u64);
+            list.put(base + (i * self.block_size) as u64, self.block_size, |_| false);
         }
     }
 }
@@ -289,5 +292,40 @@ impl<U: MemoryResource> FixedSizeMemoryResource<U> {
     /// pointers, wrong sizes (each logged at error level).
     pub fn bad_frees(&self) -> usize {
         self.shell.bad_frees()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mr::SimulatedMemoryResource;
+
+    fn stream(i: usize) -> CudaStreamView<'static> {
+        // SAFETY: a simulated resource never passes stream handles to the driver.
+        unsafe { CudaStreamView::from_raw(0x1000 + 16 * i) }
+    }
+
+    /// Found by the `ops` fuzz target (fuzz/): a stream whose list first
+    /// got blocks from a new chunk counted them as 0 free bytes, so
+    /// `free_bytes` + live blocks fell short of `pool_size`.
+    #[test]
+    fn blocks_of_a_chunk_grown_for_a_new_stream_count_as_free() {
+        let sim = SimulatedMemoryResource::new(1 << 30);
+        let opts = FixedSizeOptions::default()
+            .block_size(4096)
+            .blocks_to_preallocate(2);
+        let mr = FixedSizeMemoryResource::new(sim, opts).unwrap();
+        // The first chunk's two blocks go to streams 1 and 2 (taken from
+        // the default stream's list); stream 2's second request grows.
+        let a = mr.allocate(100, 256, stream(1)).unwrap();
+        let b = mr.allocate(100, 256, stream(2)).unwrap();
+        let c = mr.allocate(100, 256, stream(2)).unwrap();
+        assert_eq!(mr.pool_size(), 4 * 4096);
+        assert_eq!(mr.free_bytes(), 4096, "one block of the grown chunk is free");
+        for (p, s) in [(a, 1), (b, 2), (c, 2)] {
+            // SAFETY: allocated above with these arguments.
+            unsafe { mr.deallocate(p, 100, 256, stream(s)) };
+        }
+        assert_eq!(mr.free_bytes(), mr.pool_size());
     }
 }
