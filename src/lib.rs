@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`kernel_abi`] | kernel names, block and tile sizes, mode bits (shared with `kernels/`) |
 //! | [`kernels::PTX`] | the embedded PTX text |
+//! | [`kernel_image`] | the embedded machine code (sm_80, sm_90) and which image a device loads |
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
 //! | [`copy`] | device-to-device copies through the copy kernel |
@@ -72,6 +73,7 @@
 pub mod containers;
 pub mod copy;
 pub mod fill;
+pub mod kernel_image;
 pub mod kernels;
 pub mod numeric;
 pub mod reduce;
