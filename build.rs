@@ -137,8 +137,9 @@ fn machine_code(manifest_dir: &Path, ptx: &Path, out_dir: &Path, ptx_arch: &str)
         .collect();
     let listing = format!(
         "// Written by build.rs: the kernels' machine code, one cubin per architecture.\n\
-         /// The cubins built from [`PTX`](crate::kernels::PTX) (empty without ptxas).\n\
-         pub const CUBINS: &[Cubin] = &[\n{entries}];\n\
+         /// The cubins built from [`PTX`](crate::kernels::PTX) (empty without ptxas); a\n\
+         /// `static`, so that a binary holds one copy however many crates use it.\n\
+         pub static CUBINS: &[Cubin] = &[\n{entries}];\n\
          /// Why an architecture of sm_80, sm_90 has no cubin (empty when each has one).\n\
          pub const PTX_ONLY_REASON: &str = {:?};\n",
         note.unwrap_or_default()
