@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Assembles the kernels' PTX, as the crate embeds it (launch bounds
-# included), with NVIDIA's ptxas for sm_80 and sm_90: no GPU needed. Every
-# entry must assemble, and its registers and spilled bytes must stay within
+# Checks the kernels' machine code for sm_80 and sm_90, which the build
+# assembles from the PTX it embeds (launch bounds included) with NVIDIA's
+# ptxas: no GPU needed. Every entry must assemble, and its registers and spilled bytes must stay within
 # kernels/ptxas-budget.txt, so that a change which makes a kernel spill (or
 # need more registers than its blocks per multiprocessor allow) shows in CI
 # and not only on the GPU machine.
@@ -13,9 +13,9 @@
 # its counts are reproducible), fetched once by scripts/fetch-ptxas.sh. The
 # counts are those of the build's own ptxas run (build.rs writes its `-v`
 # report beside each cubin), so the budget covers the machine code the
-# crate embeds. The GPU machine's driver compiles the same PTX itself for
-# other architectures; its counts matched this ptxas for the kernels
-# compared (docs/toolchain.md).
+# crate embeds. For other architectures the driver compiles the same PTX
+# itself; on the H200 (driver 580) its counts matched this ptxas for the
+# kernels compared (docs/toolchain.md).
 #
 # It also checks the build without ptxas: RMM_PTXAS pointing nowhere must
 # give a PTX-only build that says so in a cargo warning.
