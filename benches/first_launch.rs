@@ -10,7 +10,8 @@
 //! call of the family up to its stream's synchronisation (module load, every
 //! kernel's lookup, the launch), then a second call the same way.
 //!
-//! Prints CSV: `family,requested,loaded,first_ms,second_ms`, and a summary
+//! Prints CSV: `family,requested,loaded,first_ms,second_ms,process_ms` (the
+//! last: the child's whole life, context creation included), and a summary
 //! line with the slowest first call of each image. Benchmarks are not
 //! tests: nothing here passes or fails on a timing. Without a GPU it says
 //! so and exits 0 (1 with `RMM_REQUIRE_GPU=1`).
@@ -75,13 +76,15 @@ fn child(family: &str) -> Res<()> {
     Ok(())
 }
 
-/// Runs one child and returns its `loaded first_ms second_ms`.
-fn row(family: &str, image: &str) -> Res<(String, f64, f64)> {
+/// Runs one child and returns its `loaded first_ms second_ms process_ms`.
+fn row(family: &str, image: &str) -> Res<(String, f64, f64, f64)> {
+    let t = Instant::now();
     let out = Command::new(std::env::current_exe()?)
         .args(["--child", family])
         .env("CUDA_CACHE_DISABLE", "1")
         .env("RMM_KERNEL_IMAGE", image)
         .output()?;
+    let process = t.elapsed().as_secs_f64() * 1e3;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
@@ -94,7 +97,7 @@ fn row(family: &str, image: &str) -> Res<(String, f64, f64)> {
             )
         })?;
     let f: Vec<&str> = line.split_whitespace().collect();
-    Ok((f[1].to_string(), f[2].parse()?, f[3].parse()?))
+    Ok((f[1].to_string(), f[2].parse()?, f[3].parse()?, process))
 }
 
 fn main() -> ExitCode {
@@ -117,14 +120,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    println!("family,requested,loaded,first_ms,second_ms");
+    println!("family,requested,loaded,first_ms,second_ms,process_ms");
     let mut failed = false;
     for image in IMAGES {
         let mut slowest = 0f64;
         for family in FAMILIES {
             match row(family, image) {
-                Ok((loaded, first, second)) => {
-                    println!("{family},{image},{loaded},{first:.2},{second:.3}");
+                Ok((loaded, first, second, process)) => {
+                    println!("{family},{image},{loaded},{first:.2},{second:.3},{process:.0}");
                     slowest = slowest.max(first);
                 }
                 Err(e) => {

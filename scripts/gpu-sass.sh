@@ -44,11 +44,11 @@ tar xzf "$here/bundle.tgz" -C "$work"
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv >"$log/gpu.txt" 2>&1
 export RMM_REQUIRE_GPU=1
 start=$(date +%s)
-timeout 25 "$work/first_launch" >"$log/first_launch.csv" 2>"$log/first_launch.err"
+timeout 32 "$work/first_launch" >"$log/first_launch.csv" 2>"$log/first_launch.err"
 echo "first_launch rc=$? ($(( $(date +%s) - start )) s)" >>"$log/summary.txt"
 export RMM_TEST_MAX_LOG2=24
 for image in sass ptx; do
-  RMM_KERNEL_IMAGE=$image timeout 30 "$work/launchers" --show-output >"$log/launchers-$image.log" 2>&1 &
+  RMM_KERNEL_IMAGE=$image timeout 24 "$work/launchers" --show-output >"$log/launchers-$image.log" 2>&1 &
 done
 wait
 for image in sass ptx; do
