@@ -1,9 +1,10 @@
 //! # rmm-suite: Rust GPU kernels that draw their memory from `rmm`
 //!
 //! The kernels live in `kernels/` (a `#![no_std]` crate compiled to PTX by
-//! `build.rs` with rustc's NVPTX backend); this crate embeds that PTX, loads
-//! it once per device and offers typed host functions that launch the
-//! kernels.
+//! `build.rs` with rustc's NVPTX backend, and to sm_80 and sm_90 machine
+//! code where NVIDIA's `ptxas` is at hand); this crate embeds both, loads
+//! the image that fits each device once ([`kernel_image`]) and offers typed
+//! host functions that launch the kernels.
 //!
 //! | Item | What |
 //! |---|---|
