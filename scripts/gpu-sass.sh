@@ -8,8 +8,11 @@
 #
 # There the runner measures the first launch of every kernel family in fresh
 # processes (cubin, then forced PTX; driver cache off), then runs the
-# launchers' tests with RMM_REQUIRE_GPU=1 twice at once, one forced onto the
-# sm_90 cubin (RMM_KERNEL_IMAGE=sass), one onto the PTX, sizes up to 2^24.
+# launchers' tests with RMM_REQUIRE_GPU=1 forced onto the PTX
+# (RMM_KERNEL_IMAGE=ptx), sizes up to 2^24, without the two host-bound
+# sort_large tests (2^26 and 2^28 keys sorted on the host too; they and every
+# other test run from the cubin in the full bundle, scripts/gpu-bundle.sh,
+# where the default image is the device's cubin). About 40 s on an H200.
 set -euo pipefail
 dest=${1:?usage: gpu-sass.sh DEST}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,17 +47,13 @@ tar xzf "$here/bundle.tgz" -C "$work"
 nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv >"$log/gpu.txt" 2>&1
 export RMM_REQUIRE_GPU=1
 start=$(date +%s)
-timeout 32 "$work/first_launch" >"$log/first_launch.csv" 2>"$log/first_launch.err"
+timeout 22 "$work/first_launch" >"$log/first_launch.csv" 2>"$log/first_launch.err"
 echo "first_launch rc=$? ($(( $(date +%s) - start )) s)" >>"$log/summary.txt"
 export RMM_TEST_MAX_LOG2=24
-for image in sass ptx; do
-  RMM_KERNEL_IMAGE=$image timeout 24 "$work/launchers" --show-output >"$log/launchers-$image.log" 2>&1 &
-done
-wait
-for image in sass ptx; do
-  echo "launchers $image: $(grep -E '^test result' "$log/launchers-$image.log" | tail -n 1)" >>"$log/summary.txt"
-  grep -E "loaded (Sass|Ptx)" "$log/launchers-$image.log" >>"$log/summary.txt"
-done
+RMM_KERNEL_IMAGE=ptx timeout 24 "$work/launchers" --skip sort::sort_large --show-output \
+  >"$log/launchers-ptx.log" 2>&1
+echo "launchers ptx rc=$?: $(grep -E '^test result' "$log/launchers-ptx.log" | tail -n 1)" >>"$log/summary.txt"
+grep -E "loaded (Sass|Ptx)" "$log/launchers-ptx.log" >>"$log/summary.txt"
 echo "total $(( $(date +%s) - start )) s" >>"$log/summary.txt"
 cat "$log/summary.txt" "$log/first_launch.csv"
 RUN

@@ -13,7 +13,7 @@
 //! | [`kernel_image`] | the embedded machine code (sm_80, sm_90) and which image a device loads |
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
-//! | [`copy`] | device-to-device copies through the copy kernel |
+//! | [`copy`] | device-to-device copies: the driver's (`cuMemcpyAsync`) or the copy kernel |
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
 //! | [`sequence`] | iota: `init + i * step` |
 //! | [`reduce`] | sum, min, max to a host value |
