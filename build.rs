@@ -1,5 +1,11 @@
 //! Compiles `kernels/` to PTX with rustc's own NVPTX backend and puts the
 //! result at `$OUT_DIR/rmm_kernels.ptx`, which `src/kernels.rs` embeds.
+//! With NVIDIA's `ptxas` at hand (`$RMM_PTXAS`, or `target/tools/ptxas`,
+//! which `scripts/fetch-ptxas.sh` places there) it also assembles that PTX
+//! into machine code for sm_80 and sm_90 (`$OUT_DIR/rmm_kernels.sm_XX.cubin`,
+//! with ptxas's `-v` report beside it) and lists the cubins in
+//! `$OUT_DIR/kernel_images.rs`, which `src/kernel_image.rs` includes.
+//! Without ptxas the crate embeds the PTX only, and the build says so.
 //!
 //! The kernels crate is built by a nested `cargo build` for
 //! `nvptx64-nvidia-cuda` with `-Zbuild-std=core` (the target has no
@@ -32,6 +38,7 @@ fn main() {
     println!("cargo:rerun-if-changed=kernel-abi/src");
     println!("cargo:rerun-if-changed=kernel-abi/Cargo.toml");
     println!("cargo:rerun-if-env-changed=RMM_PTX_ARCH");
+    println!("cargo:rerun-if-env-changed={PTXAS_VAR}");
 
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     check_components(&rustc);
@@ -80,11 +87,149 @@ fn main() {
         panic!("building kernels/ for {TARGET} failed ({status}); see the compiler output above");
     }
     let ptx = target_dir.join(TARGET).join("release").join("rmm_kernels.ptx");
-    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("rmm_kernels.ptx");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let out = out_dir.join("rmm_kernels.ptx");
     let text = std::fs::read_to_string(&ptx)
         .unwrap_or_else(|e| panic!("kernels built but {} is missing: {e}", ptx.display()));
     std::fs::write(&out, with_launch_bounds(&text))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+    machine_code(&manifest_dir, &out, &out_dir, &arch);
+}
+
+/// The environment variable naming a `ptxas` (empty or `none`: no machine code).
+const PTXAS_VAR: &str = "RMM_PTXAS";
+
+/// Architectures assembled into machine code when ptxas is at hand (each at
+/// or above the PTX's own target). A cubin for sm_X0 runs on every device of
+/// compute capability X.y; any other device compiles the PTX.
+const SASS_ARCHS: [u32; 2] = [80, 90];
+
+/// Assembles `ptx` for every architecture of [`SASS_ARCHS`] that `ptx_arch`
+/// allows and writes `kernel_images.rs` listing the cubins made. Never fails
+/// the build: without ptxas, or where it fails, the PTX alone is embedded
+/// and a `cargo:warning` says why and how to get machine code.
+fn machine_code(manifest_dir: &Path, ptx: &Path, out_dir: &Path, ptx_arch: &str) {
+    let ptx_sm: u32 = ptx_arch.trim_start_matches("sm_").parse().unwrap_or(0);
+    let archs: Vec<u32> = SASS_ARCHS.into_iter().filter(|&sm| sm >= ptx_sm).collect();
+    for sm in SASS_ARCHS {
+        // Files of an earlier run must not outlive it (ptxas-check reads them).
+        let _ = std::fs::remove_file(cubin_path(out_dir, sm));
+        let _ = std::fs::remove_file(out_dir.join(format!("rmm_kernels.sm_{sm}.ptxas.log")));
+    }
+    let (made, note) = match find_ptxas(manifest_dir) {
+        Ok(ptxas) => assemble_all(&ptxas, ptx, &archs, out_dir),
+        Err(why) => (Vec::new(), Some(why)),
+    };
+    if let Some(why) = &note {
+        println!(
+            "cargo:warning=rmm-suite: no machine code for {} ({why}); those kernels are embedded as PTX, which the driver compiles at a process's first kernel launch (about 2 s on an H200). For machine code run `bash scripts/fetch-ptxas.sh` (ptxas from PyPI) or set {PTXAS_VAR} to a ptxas, then build again.",
+            archs.iter().filter(|sm| !made.contains(sm)).map(|sm| format!("sm_{sm}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let entries: String = made
+        .iter()
+        .map(|&sm| {
+            format!(
+                "    Cubin {{ sm: {sm}, image: include_bytes!({:?}) }},\n",
+                cubin_path(out_dir, sm)
+            )
+        })
+        .collect();
+    let listing = format!(
+        "// Written by build.rs: the kernels' machine code, one cubin per architecture.\n\
+         /// The cubins built from [`PTX`](crate::kernels::PTX) (empty without ptxas); a\n\
+         /// `static`, so that a binary holds one copy however many crates use it.\n\
+         pub static CUBINS: &[Cubin] = &[\n{entries}];\n\
+         /// Why an architecture of sm_80, sm_90 has no cubin (empty when each has one).\n\
+         pub const PTX_ONLY_REASON: &str = {:?};\n",
+        note.unwrap_or_default()
+    );
+    let path = out_dir.join("kernel_images.rs");
+    std::fs::write(&path, listing).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// Runs [`assemble`] for every architecture of `archs` at once: the
+/// architectures assembled, and what failed (if anything).
+fn assemble_all(ptxas: &Path, ptx: &Path, archs: &[u32], out_dir: &Path) -> (Vec<u32>, Option<String>) {
+    let results: Vec<(u32, Result<(), String>)> = std::thread::scope(|s| {
+        let jobs: Vec<_> = archs
+            .iter()
+            .map(|&sm| (sm, s.spawn(move || assemble(ptxas, ptx, sm, out_dir))))
+            .collect();
+        jobs.into_iter()
+            .map(|(sm, job)| (sm, job.join().unwrap_or_else(|_| Err("panicked".into()))))
+            .collect()
+    });
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|(sm, r)| r.as_ref().err().map(|e| format!("sm_{sm}: {e}")))
+        .collect();
+    let made = results
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(sm, _)| *sm)
+        .collect();
+    let note = (!failed.is_empty()).then(|| format!("{} failed: {}", ptxas.display(), failed.join("; ")));
+    (made, note)
+}
+
+/// `$OUT_DIR/rmm_kernels.sm_<sm>.cubin`.
+fn cubin_path(out_dir: &Path, sm: u32) -> PathBuf {
+    out_dir.join(format!("rmm_kernels.sm_{sm}.cubin"))
+}
+
+/// The ptxas to use: `$RMM_PTXAS`, else `target/tools/ptxas` of the
+/// checkout; `Err` says why there is none. The build is rerun when either
+/// changes (the tools folder is watched, so a later fetch takes effect).
+fn find_ptxas(manifest_dir: &Path) -> Result<PathBuf, String> {
+    if let Some(path) = env::var_os(PTXAS_VAR) {
+        let path = PathBuf::from(path);
+        if path.as_os_str().is_empty() || path.as_os_str() == "none" {
+            return Err(format!("{PTXAS_VAR} is {path:?}: machine code is off"));
+        }
+        if !path.is_file() {
+            return Err(format!("{PTXAS_VAR}={} is not a file", path.display()));
+        }
+        return Ok(path);
+    }
+    let tools = manifest_dir.join("target").join("tools");
+    if std::fs::create_dir_all(&tools).is_ok() {
+        println!("cargo:rerun-if-changed={}", tools.display());
+    }
+    let ptxas = tools.join("ptxas");
+    if ptxas.is_file() {
+        Ok(ptxas)
+    } else {
+        Err(format!("no ptxas at {} and {PTXAS_VAR} unset", ptxas.display()))
+    }
+}
+
+/// Runs `ptxas -v -arch=sm_<sm> ptx` into [`cubin_path`], with its report in
+/// `rmm_kernels.sm_<sm>.ptxas.log` (the input of `scripts/ptxas_budget.py`).
+fn assemble(ptxas: &Path, ptx: &Path, sm: u32, out_dir: &Path) -> Result<(), String> {
+    let cubin = cubin_path(out_dir, sm);
+    let run = Command::new(ptxas)
+        .arg("-v")
+        .arg(format!("-arch=sm_{sm}"))
+        .arg(ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let report = [run.stdout, run.stderr].concat();
+    let log = out_dir.join(format!("rmm_kernels.sm_{sm}.ptxas.log"));
+    std::fs::write(&log, &report).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+    if !run.status.success() || !cubin.is_file() {
+        let _ = std::fs::remove_file(&cubin);
+        let text = String::from_utf8_lossy(&report);
+        let first: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.contains("ptxas info"))
+            .take(3)
+            .collect();
+        return Err(format!("{} ({})", run.status, first.join(" / ")));
+    }
+    Ok(())
 }
 
 /// `ptx` with launch bounds written after the parameter list of every entry

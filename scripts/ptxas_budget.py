@@ -1,19 +1,21 @@
 """Registers and spills of every kernel entry, from `ptxas -v`, against a budget.
 
-Usage: ptxas_budget.py PTXAS PTX BUDGET [--update]
+Usage: ptxas_budget.py PTXAS OUT_DIR BUDGET [--update]
 
-Assembles PTX for each architecture of ARCHS, reads ptxas's report (entry,
-registers, spill stores, shared bytes) and compares it with BUDGET, one line
+Reads the report of build.rs's own ptxas run for each architecture of ARCHS
+(OUT_DIR/rmm_kernels.sm_XX.ptxas.log, written beside the cubin the crate
+embeds: entry, registers, spill stores, shared bytes) and compares it with
+BUDGET, one line
 per architecture and entry: `arch entry registers spill_bytes smem_bytes`.
 Fails (exit 1) when an entry fails to assemble, uses more registers or spills
 more bytes than its budget line, or when the entries differ from the budget's.
 With --update it writes BUDGET from this build instead.
 """
 
+import os
 import re
 import subprocess
 import sys
-import tempfile
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -27,17 +29,14 @@ HEADER = """\
 """
 
 
-def report(ptxas, ptx, arch):
+def report(out_dir, arch):
     """{entry: (registers, spill_bytes, smem_bytes)} for one architecture."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-        run = subprocess.run(
-            [ptxas, "-v", f"-arch={arch}", ptx, "-o", cubin.name],
-            capture_output=True,
-            text=True,
-        )
-    text = run.stdout + run.stderr
-    if run.returncode != 0:
-        sys.exit(f"ptxas-check: ptxas failed for {arch}:\n{text}")
+    log = os.path.join(out_dir, f"rmm_kernels.{arch}.ptxas.log")
+    cubin = os.path.join(out_dir, f"rmm_kernels.{arch}.cubin")
+    if not os.path.isfile(log) or not os.path.isfile(cubin):
+        sys.exit(f"ptxas-check: the build made no {arch} cubin and report in {out_dir}")
+    with open(log, errors="replace") as f:
+        text = f.read()
     for line in text.splitlines():
         if "warning" in line:
             print(f"ptxas-check: {arch}: {line.strip()}")
@@ -81,8 +80,8 @@ def main():
     update = "--update" in sys.argv[1:]
     if len(args) != 3:
         sys.exit(__doc__)
-    ptxas, ptx, budget_path = args
-    found = {(arch, e): v for arch in ARCHS for e, v in report(ptxas, ptx, arch).items()}
+    ptxas, out_dir, budget_path = args
+    found = {(arch, e): v for arch in ARCHS for e, v in report(out_dir, arch).items()}
     if update:
         with open(budget_path, "w") as f:
             f.write(HEADER.format(version=version(ptxas)))

@@ -92,7 +92,8 @@ pub fn fill_bytes(buf: &mut DeviceBuffer, value: u8, stream: CudaStreamView) -> 
 }
 
 /// Copies `src` into `dst` (both of `dst_len == src_len` elements of
-/// `dst.size() / dst_len` bytes) with the copy kernel; nothing for zero
+/// `dst.size() / dst_len` bytes) with the driver's copy (`cuMemcpyAsync`,
+/// [`copy_bytes`]); nothing for zero
 /// elements. Simulated memory and buffers of two devices are refused by
 /// [`DeviceBuffer::access_all`] before any driver call.
 fn copy_checked(
@@ -119,7 +120,7 @@ fn copy_checked(
 }
 
 /// Copies all elements of `src` into `dst` (same length) in `stream` order
-/// with the copy kernel (does not block).
+/// with the driver's copy, `cuMemcpyAsync` (does not block).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when the lengths differ; [`Error::Logic`] when
@@ -134,7 +135,7 @@ pub fn copy<T: DevicePod>(
 }
 
 /// Copies all bytes of `src` into `dst` (same size) in `stream` order with
-/// the copy kernel (does not block).
+/// the driver's copy, `cuMemcpyAsync` (does not block).
 ///
 /// # Errors
 /// As [`copy`].

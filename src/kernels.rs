@@ -1,12 +1,16 @@
-//! The embedded PTX and its per-device module.
+//! The embedded PTX and its per-device module (loaded from the device's
+//! machine code where the build made it: [`crate::kernel_image`]).
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{Mutex, OnceLock};
 
 use rmm::device::current_device;
-use rmm::launch::{multiprocessor_count, Function, Module};
+use rmm::device::DeviceId;
+use rmm::launch::{compute_capability, multiprocessor_count, Function, Module};
 use rmm::{CudaStreamView, Result};
+
+use crate::kernel_image::{select, Image, ImagePolicy, LoadedImage, CUBINS};
 
 /// The PTX of `kernels/`, built by `build.rs`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/rmm_kernels.ptx"));
@@ -18,11 +22,15 @@ pub struct Kernels {
     functions: Mutex<HashMap<&'static str, Function>>,
     /// Multiprocessors of the device, for grid sizing.
     pub multiprocessors: u32,
+    /// The image the module was loaded from.
+    pub image: LoadedImage,
 }
 
 impl Kernels {
     /// The module of the current device, loaded on first use (thread safe),
-    /// with every kernel of [`kernel_abi::ALL`] looked up at once.
+    /// with every kernel of [`kernel_abi::ALL`] looked up at once. It is
+    /// the cubin of the device's architecture when the build made one, else
+    /// the PTX; `RMM_KERNEL_IMAGE` overrides that ([`ImagePolicy`]).
     ///
     /// A first use during a stream capture is safe: [`Module::load`] and
     /// [`Module::function`] run in the driver's relaxed capture mode, so the
@@ -30,7 +38,9 @@ impl Kernels {
     /// before capturing keeps the load out of the capturing thread anyway.
     ///
     /// # Errors
-    /// The driver's error when no GPU is usable or the PTX does not load.
+    /// The driver's error when no GPU is usable or the image does not load;
+    /// [`rmm::Error::InvalidArgument`] for a bad `RMM_KERNEL_IMAGE`, or
+    /// with `RMM_KERNEL_IMAGE=sass` when no cubin fits the device.
     pub fn current() -> Result<&'static Kernels> {
         static LOADED: OnceLock<Mutex<HashMap<i32, &'static Kernels>>> = OnceLock::new();
         let device = current_device()?;
@@ -41,9 +51,7 @@ impl Kernels {
         if let Some(k) = map.get(&device.value()) {
             return Ok(k);
         }
-        let mut image = PTX.as_bytes().to_vec();
-        image.push(0);
-        let module = Module::load(&image)?;
+        let (module, image) = load(device)?;
         let multiprocessors = multiprocessor_count(device)?.max(1) as u32;
         // Every kernel is resolved now, so no later launch (one under stream
         // capture included) loads code: with the driver's lazy loading a
@@ -57,6 +65,7 @@ impl Kernels {
             module,
             functions: Mutex::new(functions),
             multiprocessors,
+            image,
         }));
         map.insert(device.value(), k);
         Ok(k)
@@ -117,6 +126,36 @@ impl Kernels {
 pub fn grid_for(n: usize, block: u32, multiprocessors: u32) -> u32 {
     let needed = n.div_ceil(block as usize).max(1);
     needed.min(multiprocessors as usize * 8) as u32
+}
+
+/// Loads the kernels' image for `device` (current) as `RMM_KERNEL_IMAGE`
+/// and the built cubins decide: under [`ImagePolicy::Auto`] a cubin the
+/// driver refuses falls back to the PTX.
+fn load(device: DeviceId) -> Result<(Module, LoadedImage)> {
+    let policy = ImagePolicy::from_env()?;
+    let (major, minor) = compute_capability(device)?;
+    match select((major as u32, minor as u32), CUBINS, policy)? {
+        Image::Sass { sm, image } => match Module::load(&nul_terminated(image)) {
+            Ok(module) => Ok((module, LoadedImage::Sass(sm))),
+            Err(_) if policy == ImagePolicy::Auto => Ok((load_ptx()?, LoadedImage::PtxAfterSass(sm))),
+            Err(e) => Err(e),
+        },
+        Image::Ptx => Ok((load_ptx()?, LoadedImage::Ptx)),
+    }
+}
+
+/// Loads [`PTX`] (the driver compiles it for the device).
+fn load_ptx() -> Result<Module> {
+    Module::load(&nul_terminated(PTX.as_bytes()))
+}
+
+/// `image` with a NUL byte after it, as [`Module::load`] takes images (a
+/// cubin's own header gives its size; the byte is never read).
+fn nul_terminated(image: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(image.len() + 1);
+    v.extend_from_slice(image);
+    v.push(0);
+    v
 }
 
 /// The function `name` of `module`.

@@ -1,17 +1,19 @@
 //! # rmm-suite: Rust GPU kernels that draw their memory from `rmm`
 //!
 //! The kernels live in `kernels/` (a `#![no_std]` crate compiled to PTX by
-//! `build.rs` with rustc's NVPTX backend); this crate embeds that PTX, loads
-//! it once per device and offers typed host functions that launch the
-//! kernels.
+//! `build.rs` with rustc's NVPTX backend, and to sm_80 and sm_90 machine
+//! code where NVIDIA's `ptxas` is at hand); this crate embeds both, loads
+//! the image that fits each device once ([`kernel_image`]) and offers typed
+//! host functions that launch the kernels.
 //!
 //! | Item | What |
 //! |---|---|
 //! | [`kernel_abi`] | kernel names, block and tile sizes, mode bits (shared with `kernels/`) |
 //! | [`kernels::PTX`] | the embedded PTX text |
+//! | [`kernel_image`] | the embedded machine code (sm_80, sm_90) and which image a device loads |
 //! | [`kernels::Kernels`] | the loaded module of one device, kernels by name |
 //! | [`fill`] | fill device memory with a 1, 2, 4 or 8-byte value |
-//! | [`copy`] | device-to-device copies through the copy kernel |
+//! | [`copy`] | device-to-device copies: the driver's (`cuMemcpyAsync`) or the copy kernel |
 //! | [`containers`] | fill and copy over `rmm`'s containers (length checked, stream ordered) |
 //! | [`sequence`] | iota: `init + i * step` |
 //! | [`reduce`] | sum, min, max to a host value |
@@ -72,6 +74,7 @@
 pub mod containers;
 pub mod copy;
 pub mod fill;
+pub mod kernel_image;
 pub mod kernels;
 pub mod numeric;
 pub mod reduce;

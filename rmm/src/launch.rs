@@ -45,7 +45,8 @@ pub struct Module(ModuleHandle);
 
 impl Module {
     /// Loads a PTX (or cubin) image, which must end with a NUL byte, into
-    /// the current device's primary context.
+    /// the current device's primary context. The driver compiles PTX for
+    /// the device here (seconds for a large module); a cubin loads as is.
     ///
     /// Safe while a stream captures: the load runs in the driver's relaxed
     /// capture mode (`cuThreadExchangeStreamCaptureMode`), so a capture in global or
@@ -123,6 +124,14 @@ impl Function {
 /// The driver's error (no such device).
 pub fn multiprocessor_count(device: DeviceId) -> Result<i32> {
     driver::multiprocessor_count(device.value())
+}
+
+/// Compute capability `(major, minor)` of `device` (9.0 for an H200).
+///
+/// # Errors
+/// The driver's error (no such device).
+pub fn compute_capability(device: DeviceId) -> Result<(i32, i32)> {
+    driver::compute_capability(device.value())
 }
 
 /// An owned CUDA event with timing enabled, for measuring GPU time between

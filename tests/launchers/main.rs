@@ -15,5 +15,6 @@ mod algorithms;
 mod container_ops;
 mod copy;
 mod fill;
+mod kernel_image;
 mod sort;
 mod span_order;

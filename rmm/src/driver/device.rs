@@ -447,6 +447,19 @@ pub fn multiprocessor_count(device: i32) -> Result<i32> {
     )
 }
 
+/// The compute capability `(major, minor)` of `device`.
+pub fn compute_capability(device: i32) -> Result<(i32, i32)> {
+    let major = device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )?;
+    let minor = device_attribute(
+        device,
+        cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+    )?;
+    Ok((major, minor))
+}
+
 /// Whether `device` can access `peer`'s memory directly.
 pub fn can_access_peer(device: i32, peer: i32) -> Result<bool> {
     init()?;

@@ -34,7 +34,9 @@ impl FunctionHandle {
     }
 }
 
-/// Loads a PTX module (NUL-terminated text) into the current context.
+/// Loads a module image into the current context: PTX text, or a cubin,
+/// either followed by a NUL byte (the driver reads PTX up to the NUL and a
+/// cubin as far as its ELF header says).
 pub fn module_load_data(ptx_nul_terminated: &[u8]) -> Result<ModuleHandle> {
     ensure_context()?;
     if ptx_nul_terminated.last() != Some(&0) {
