@@ -1,6 +1,5 @@
 //! The model and the driver of the `ops` target (see ops.rs).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use rmm::mr::{
@@ -42,37 +41,8 @@ impl Input<'_> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Error-level log counter
-// ---------------------------------------------------------------------------
-
-thread_local! {
-    static ERRORS: Cell<usize> = const { Cell::new(0) };
-}
-
-struct CountErrors;
-
-impl log::Log for CountErrors {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Error
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if r.level() == log::Level::Error {
-            ERRORS.with(|e| e.set(e.get() + 1));
-        }
-    }
-    fn flush(&self) {}
-}
-
-static LOGGER: CountErrors = CountErrors;
-
-/// Error-level log records so far on this thread.
-fn errors() -> usize {
-    if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(log::LevelFilter::Error);
-    }
-    ERRORS.with(Cell::get)
-}
+// Error-level log records of this thread so far (tests run in parallel).
+use rmm_testing::error_log_count as errors;
 
 /// Whether to print every operation (`RMM_FUZZ_TRACE=1`, for reading a
 /// crash: `RMM_FUZZ_TRACE=1 bash scripts/fuzz.sh repro ops FILE`).

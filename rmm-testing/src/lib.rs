@@ -7,6 +7,7 @@
 //! | [`require_gpu!`], [`require_gpus!`], [`gpu_available!`] | skip a GPU test on a machine without one (or fail, with `RMM_REQUIRE_GPU=1`) |
 //! | [`report_skip`] | report any other skipped test the same way |
 //! | [`Watchdog`], [`Progress`] | a stall watchdog for multi-threaded tests (thread dumps, then abort) |
+//! | [`error_log_count`] | the error-level log records of the calling thread |
 //! | [`LiveRanges`] | the address ranges a test holds, refusing overlaps and unknown frees |
 //! | [`SplitMix64`] | the random generator of the anchors' workloads |
 //! | [`env`](mod@env) | the test-only environment variables, read in one place |
@@ -26,11 +27,13 @@
 #![forbid(unsafe_code)]
 
 pub mod env;
+mod error_log;
 mod live_ranges;
 mod rng;
 mod skip;
 mod watchdog;
 
+pub use error_log::error_log_count;
 pub use live_ranges::LiveRanges;
 pub use rng::SplitMix64;
 pub use skip::{gpu_available_or_skip, gpus_available_or_skip, report_skip, SKIP_MARKER};

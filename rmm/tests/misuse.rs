@@ -29,7 +29,6 @@
 //!
 //! Below the model test, one unit test per defect of issue 13, named after it.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use rmm::mr::{
@@ -45,37 +44,8 @@ const MIB: usize = 1 << 20;
 const GIB: usize = 1 << 30;
 const STEPS: usize = 150_000;
 
-// ---------------------------------------------------------------------------
-// Error-level log counter (per thread: tests run in parallel)
-// ---------------------------------------------------------------------------
-
-thread_local! {
-    static ERRORS: Cell<usize> = const { Cell::new(0) };
-}
-
-struct CountErrors;
-
-impl log::Log for CountErrors {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Error
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        if r.level() == log::Level::Error {
-            ERRORS.with(|e| e.set(e.get() + 1));
-        }
-    }
-    fn flush(&self) {}
-}
-
-static LOGGER: CountErrors = CountErrors;
-
-fn errors() -> usize {
-    // The first call installs the logger; later calls find it there.
-    if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(log::LevelFilter::Error);
-    }
-    ERRORS.with(Cell::get)
-}
+// Error-level log records of this thread so far (tests run in parallel).
+use rmm_testing::error_log_count as errors;
 
 fn stream(i: usize) -> CudaStreamView<'static> {
     // SAFETY: simulated resources never pass stream handles to the driver

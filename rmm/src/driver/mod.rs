@@ -221,21 +221,24 @@ const ENTRY_POINTS: &[&str] = &[
 mod tests {
     use super::*;
 
+    /// The sources of the group files (every driver call but `cuGetErrorName` is in one).
+    const GROUP_FILES: [&str; 7] = [
+        include_str!("device.rs"),
+        include_str!("graph.rs"),
+        include_str!("memory.rs"),
+        include_str!("module.rs"),
+        include_str!("pool.rs"),
+        include_str!("stream.rs"),
+        include_str!("vmm.rs"),
+    ];
+
     /// Every raw driver call of the group files (outside their tests) is
     /// made through [`call`] under its own name, so fault injection can fail
     /// any of them; `cuGetErrorName` (which only names a failure) is the one
     /// exception.
     #[test]
     fn every_call_goes_through_the_hook() {
-        let files = [
-            include_str!("device.rs"),
-            include_str!("graph.rs"),
-            include_str!("memory.rs"),
-            include_str!("module.rs"),
-            include_str!("pool.rs"),
-            include_str!("stream.rs"),
-            include_str!("vmm.rs"),
-        ];
+        let files = GROUP_FILES;
         let mut hooked = 0;
         for file in files {
             let code = file.split("\n#[cfg(test)]\nmod tests").next().unwrap();
@@ -267,17 +270,11 @@ mod tests {
     /// that [`super::init`] checks it before cudarc could panic on it.
     #[test]
     fn entry_points_cover_every_call() {
-        let source = [
-            include_str!("mod.rs"),
-            include_str!("device.rs"),
-            include_str!("graph.rs"),
-            include_str!("memory.rs"),
-            include_str!("module.rs"),
-            include_str!("pool.rs"),
-            include_str!("stream.rs"),
-            include_str!("vmm.rs"),
-        ]
-        .concat();
+        let source = [include_str!("mod.rs")]
+            .iter()
+            .chain(&GROUP_FILES)
+            .copied()
+            .collect::<String>();
         let source = source.as_str();
         let mut called = Vec::new();
         for (at, marker) in source.match_indices("cu::") {
