@@ -4,7 +4,7 @@ use crate::mr::forensics::{reported, LayerState};
 use std::fmt;
 use std::sync::Arc;
 
-use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
+use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::detail::live_set::{BadFree, LiveSet};
 use super::detail::quiesce_device;
 use super::detail::stream_cache::{CacheFree, StreamCache};
@@ -370,13 +370,8 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
             if bytes == 0 {
                 return Ok(DevicePtr::NULL);
             }
-            if !self.is_simulated() {
-                if let Some(p) = self
-                    .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
-                {
-                    return Ok(p);
-                }
+            if let Some(p) = self.graph.allocate_own(self, bytes, alignment, stream)? {
+                return Ok(p);
             }
             // A block from a stream's cache is recorded live by the cache
             // (under the one lock it takes); every other by `live`.
@@ -402,9 +397,7 @@ impl<U: MemoryResource> MemoryResource for BinningMemoryResource<U> {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
-            Arc::new(OwnChunks(self.clone()))
-        }) {
+        if self.graph.deallocate_own(self, ptr, bytes, alignment, stream) {
             return;
         }
         if ptr.is_null() || !self.forget_live(ptr.addr(), bytes, stream) {

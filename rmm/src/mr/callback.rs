@@ -4,7 +4,7 @@ use crate::mr::forensics::reported;
 use std::fmt;
 use std::sync::Arc;
 
-use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
+use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::{GraphMemoryStats, MemoryResource};
 use crate::error::Result;
 use crate::ptr::DevicePtr;
@@ -103,21 +103,14 @@ impl fmt::Debug for CallbackMemoryResource {
 impl MemoryResource for CallbackMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         reported(self, bytes, alignment, stream, || {
-            if !self.is_simulated() {
-                if let Some(p) = self
-                    .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
-                {
-                    return Ok(p);
-                }
+            if let Some(p) = self.graph.allocate_own(self, bytes, alignment, stream)? {
+                return Ok(p);
             }
             (self.inner.allocate)(bytes, alignment, stream)
         })
     }
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
-            Arc::new(OwnChunks(self.clone()))
-        }) {
+        if self.graph.deallocate_own(self, ptr, bytes, alignment, stream) {
             return;
         }
         (self.inner.deallocate)(ptr, bytes, alignment, stream)

@@ -5,7 +5,7 @@ use crate::mr::forensics::reported;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::detail::free_list::AddrMap;
-use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
+use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::detail::headroom::{split, Split};
 use super::system::{pageable_access_device, HostAllocations};
 use super::{GraphMemoryStats, MemoryResource, SimulatedMemoryResource};
@@ -235,13 +235,8 @@ impl SamHeadroomMemoryResource {
 impl MemoryResource for SamHeadroomMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         reported(self, bytes, alignment, stream, || {
-            if !self.is_simulated() {
-                if let Some(p) = self
-                    .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
-                {
-                    return Ok(p);
-                }
+            if let Some(p) = self.graph.allocate_own(self, bytes, alignment, stream)? {
+                return Ok(p);
             }
             let host = &self.inner.host;
             let p = host.allocate(bytes, alignment)?;
@@ -271,9 +266,7 @@ impl MemoryResource for SamHeadroomMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
-            Arc::new(OwnChunks(self.clone()))
-        }) {
+        if self.graph.deallocate_own(self, ptr, bytes, alignment, stream) {
             return;
         }
         let host = &self.inner.host;

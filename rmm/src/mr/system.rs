@@ -6,7 +6,7 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
+use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::detail::live_set::LiveSet;
 use super::{check_base_alignment, GraphMemoryStats, MemoryResource};
 use crate::align::CUDA_ALLOCATION_ALIGNMENT;
@@ -120,22 +120,15 @@ impl SystemMemoryResource {
 impl MemoryResource for SystemMemoryResource {
     fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         reported(self, bytes, alignment, stream, || {
-            if !self.is_simulated() {
-                if let Some(p) = self
-                    .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
-                {
-                    return Ok(p);
-                }
+            if let Some(p) = self.graph.allocate_own(self, bytes, alignment, stream)? {
+                return Ok(p);
             }
             self.host.allocate(bytes, alignment)
         })
     }
 
     unsafe fn deallocate(&self, ptr: DevicePtr, bytes: usize, alignment: usize, stream: CudaStreamView) {
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
-            Arc::new(OwnChunks(self.clone()))
-        }) {
+        if self.graph.deallocate_own(self, ptr, bytes, alignment, stream) {
             return;
         }
         if self.host.take(ptr, bytes) {

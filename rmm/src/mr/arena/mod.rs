@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::detail::arena_book::{ArenaBook, Freed, GlobalBook};
-use super::detail::graph_memory::{GraphMemory, OwnChunks, OwnSharedPath};
+use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::detail::live_set::{log_bad_free, BadFree, LiveMap};
 use super::detail::stream_ordered::StreamKey;
 use super::{check_base_alignment, GraphMemoryStats, MemoryResource, SharedResource};

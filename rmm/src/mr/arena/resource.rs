@@ -45,13 +45,8 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             if bytes == 0 {
                 return Ok(DevicePtr::NULL);
             }
-            if !self.is_simulated() {
-                if let Some(p) = self
-                    .graph
-                    .allocate(bytes, alignment, stream, || Arc::new(OwnChunks(self.clone())))?
-                {
-                    return Ok(p);
-                }
+            if let Some(p) = self.graph.allocate_own(self, bytes, alignment, stream)? {
+                return Ok(p);
             }
             let size = match align_up(bytes, CUDA_ALLOCATION_ALIGNMENT) {
                 Some(s) if s <= self.inner.size => s,
@@ -81,9 +76,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
         if ptr.is_null() {
             return;
         }
-        if self.graph.deallocate(ptr, bytes, alignment, stream, || {
-            Arc::new(OwnChunks(self.clone()))
-        }) {
+        if self.graph.deallocate_own(self, ptr, bytes, alignment, stream) {
             return;
         }
         self.with_arena(stream, |arena| {

@@ -359,6 +359,39 @@ impl GraphMemory {
         Ok(entry)
     }
 
+    /// [`Self::allocate`] for `owner`, a resource whose private pools take
+    /// their chunks through its own shared path ([`OwnChunks`]); `Ok(None)`
+    /// for simulated memory, which no capture can use.
+    ///
+    /// # Errors
+    /// As [`Self::allocate`].
+    pub fn allocate_own<R: OwnSharedPath>(
+        self: &Arc<Self>,
+        owner: &R,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) -> Result<Option<DevicePtr>> {
+        if owner.is_simulated() {
+            return Ok(None);
+        }
+        self.allocate(bytes, alignment, stream, || Arc::new(OwnChunks(owner.clone())))
+    }
+
+    /// [`Self::deallocate`] for `owner` (see [`Self::allocate_own`]).
+    pub fn deallocate_own<R: OwnSharedPath>(
+        self: &Arc<Self>,
+        owner: &R,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+    ) -> bool {
+        self.deallocate(ptr, bytes, alignment, stream, || {
+            Arc::new(OwnChunks(owner.clone()))
+        })
+    }
+
     /// Takes a free that belongs to the graph memory: private memory, or
     /// any free on a registered capturing stream (deferred). False: not
     /// ours, take the shared path.
