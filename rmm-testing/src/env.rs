@@ -11,7 +11,7 @@
 //! | `RMM_TEST_MAX_LOG2` | unset | `k`: the kernel tests skip sizes above `2^k` (for runs under compute-sanitizer) |
 //! | `RMM_SOAK_SECONDS` | 60 | how long `rmm/tests` soak test runs |
 //! | `RMM_SOAK_THREADS` | 32 | how many threads the soak test runs |
-//! | `RMM_FAULT_OPS` | 10^6 (release), 10^5 (debug) | operations per stack of the fault-injection model tests (`rmm/tests/faults_model.rs`) |
+//! | `RMM_FAULT_OPS` | 10^6 (release), 10^5 (debug) | operations per stack of the fault-injection model tests (`rmm/tests/faults_model/`) |
 //!
 //! ```
 //! // Unset (as in an ordinary `cargo test`), each reads as its default.
