@@ -204,6 +204,7 @@ const ENTRY_POINTS: &[&str] = &[
     "cuCtxPopCurrent_v2",
     "cuStreamBeginCapture_v2",
     "cuStreamEndCapture",
+    "cuStreamIsCapturing",
     "cuStreamGetCaptureInfo_v3",
     "cuStreamGetCtx",
     "cuThreadExchangeStreamCaptureMode",

@@ -201,6 +201,7 @@ pub(super) fn end(stream: CudaStreamView<'_>, id: u64) -> Result<GraphHandle> {
 /// # Errors
 /// [`Error::Capture`](crate::Error::Capture) when the stream's capture was
 /// invalidated or the driver call fails.
+#[inline]
 pub(crate) fn capture_of(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
     if stream.is_default() {
         return Ok(None);
@@ -214,6 +215,7 @@ pub(crate) fn capture_of(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapt
 }
 
 /// The registry's answer for `stream` after asking the driver.
+#[inline(never)]
 fn ask_driver(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
     let state = capture_state(stream)?;
     let raw = stream.as_raw();
@@ -241,6 +243,7 @@ fn ask_driver(stream: CudaStreamView<'_>) -> Result<Option<ActiveCapture>> {
 /// True while any capture is registered (one atomic load): a capture may be
 /// under way in the process. Entries of adopted captures that ended stay
 /// until their stream is next looked up.
+#[inline]
 pub(crate) fn captures_registered() -> bool {
     !nothing_registered()
 }

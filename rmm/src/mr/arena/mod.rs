@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use super::detail::arena_book::{ArenaBook, Freed, GlobalBook};
 use super::detail::graph_memory::{GraphMemory, OwnSharedPath};
 use super::detail::live_set::{log_bad_free, BadFree, LiveMap};
+use super::detail::spin_lock::{SpinGuard, SpinLock};
 use super::detail::stream_ordered::StreamKey;
 use super::{check_base_alignment, GraphMemoryStats, MemoryResource, SharedResource};
 use crate::align::{align_down, align_up, CUDA_ALLOCATION_ALIGNMENT};
@@ -84,7 +85,7 @@ impl ArenaOptions {
 #[derive(Debug)]
 struct Arena {
     id: usize,
-    book: Mutex<ArenaBooks>,
+    book: SpinLock<ArenaBooks>,
 }
 
 /// What an arena's lock guards: its superblocks and free blocks, and the
@@ -330,7 +331,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// arena) in `arena`'s live record.
     fn record(&self, arena: &Arena, addr: u64, bytes: usize) {
         if self.inner.checked {
-            self.record_in(&mut lock(&arena.book), addr, bytes);
+            self.record_in(&mut arena.book.lock(), addr, bytes);
         }
     }
 
@@ -351,7 +352,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             .all_arenas()
             .iter()
             .filter(|a| a.id != own.id)
-            .map(|a| lock(&a.book).live.remove(addr, bytes))
+            .map(|a| a.book.lock().live.remove(addr, bytes))
             .find(|r| *r != Err(BadFree::NotLive))
             .unwrap_or(Err(BadFree::NotLive));
         match found {
@@ -376,7 +377,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// Free bytes: in the global arena and in every arena's superblocks.
     pub fn free_bytes(&self) -> usize {
         let all = self.all_arenas();
-        let arenas: usize = all.iter().map(|a| lock(&a.book).free_bytes()).sum();
+        let arenas: usize = all.iter().map(|a| a.book.lock().free_bytes()).sum();
         lock(&self.inner.global).free_bytes() + arenas
     }
 
@@ -384,7 +385,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     pub fn superblocks_held(&self) -> usize {
         self.all_arenas()
             .iter()
-            .map(|a| lock(&a.book).superblock_count())
+            .map(|a| a.book.lock().superblock_count())
             .sum()
     }
 
@@ -407,7 +408,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             let mut g = lock(&self.inner.global);
             let mut drained = Vec::new();
             for a in &all {
-                let (free, superblocks) = lock(&a.book).drain();
+                let (free, superblocks) = a.book.lock().drain();
                 for (s, _) in superblocks {
                     g.disown(s);
                 }
@@ -496,7 +497,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             .or_insert_with(|| {
                 Arc::new(Arena {
                     id,
-                    book: Mutex::new(ArenaBooks {
+                    book: SpinLock::new(ArenaBooks {
                         book: ArenaBook::new(1, self.inner.superblock),
                         live: LiveMap::default(),
                     }),
@@ -515,7 +516,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
         self.with_arena(stream, |arena| {
             if size > LARGE {
                 {
-                    let mut b = lock(&arena.book);
+                    let mut b = arena.book.lock();
                     if let Some(a) = b.take_large(size) {
                         self.record_in(&mut b, a, bytes);
                         return Some(a);
@@ -526,7 +527,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                 return Some(a);
             }
             {
-                let mut b = lock(&arena.book);
+                let mut b = arena.book.lock();
                 // The block this stream freed last, when it has this size.
                 // It is not live anywhere (`take_stash` says why), so its
                 // record, when frees are checked, skips the duplicate check
@@ -553,7 +554,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
             match got {
                 Some((s, n)) => {
                     // Lock order: global, then an arena.
-                    let mut b = lock(&arena.book);
+                    let mut b = arena.book.lock();
                     b.add_superblock(s, n);
                     let a = b.allocate(size)?;
                     self.record_in(&mut b, a, bytes);
@@ -619,7 +620,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// goes to [`Self::free_in_other_arena`].
     fn free_in_own_arena(
         &self,
-        mut b: MutexGuard<'_, ArenaBooks>,
+        mut b: SpinGuard<'_, ArenaBooks>,
         ptr: DevicePtr,
         bytes: usize,
         size: usize,
@@ -678,7 +679,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
                     log::error!("ArenaMemoryResource: arena {id} of {ptr} is unknown; block leaked");
                     return;
                 };
-                let outcome = lock(&owner.book).free(addr, size);
+                let outcome = owner.book.lock().free(addr, size);
                 match outcome {
                     Freed::Kept => {}
                     Freed::Release(s, n) => {

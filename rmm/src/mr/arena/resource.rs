@@ -14,11 +14,11 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             arenas.by_key.iter().map(|(k, a)| (k.raw(), a.clone())).collect()
         };
         for (raw, a) in keyed {
-            let book = lock(&a.book);
+            let book = a.book.lock();
             *by_stream.entry(raw).or_insert(0usize) += book.free_bytes();
         }
         for a in self.all_arenas() {
-            let book = lock(&a.book);
+            let book = a.book.lock();
             free += book.free_bytes();
             largest = largest.max(book.largest_free());
         }
@@ -84,7 +84,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             // lock from the live record's check to the free: one lock.
             let mut held = None;
             if self.inner.checked {
-                let mut b = lock(&arena.book);
+                let mut b = arena.book.lock();
                 match b.live.remove(ptr.addr(), bytes) {
                     Ok(()) => held = Some(b),
                     Err(BadFree::NotLive) => {
@@ -106,7 +106,7 @@ impl<U: MemoryResource> MemoryResource for ArenaMemoryResource<U> {
             if self.inner.heap.is_some() {
                 nvtx::unregister_region(ptr.addr());
             }
-            let b = held.unwrap_or_else(|| lock(&arena.book));
+            let b = held.unwrap_or_else(|| arena.book.lock());
             if self.free_in_own_arena(b, ptr, bytes, size) {
                 // Another arena's block, or one the global arena owns.
                 self.free_in_other_arena(ptr, bytes, size, stream);

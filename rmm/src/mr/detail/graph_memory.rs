@@ -247,6 +247,7 @@ impl GraphMemory {
     /// # Errors
     /// [`Error::Capture`] for an invalidated capture; the chunk source's or
     /// the driver's error when no chunk can be had.
+    #[inline]
     pub fn allocate(
         self: &Arc<Self>,
         bytes: usize,
@@ -260,6 +261,20 @@ impl GraphMemory {
         let Some(capture) = capture_of(stream)? else {
             return Ok(None);
         };
+        self.allocate_captured(bytes, alignment, stream, capture, source)
+    }
+
+    /// [`Self::allocate`] on a stream that captures.
+    #[cold]
+    #[inline(never)]
+    fn allocate_captured(
+        self: &Arc<Self>,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+        capture: ActiveCapture,
+        source: impl FnOnce() -> Arc<dyn ChunkSource>,
+    ) -> Result<Option<DevicePtr>> {
         // Private blocks are 256-byte aligned, like every base resource's.
         check_base_alignment(alignment)?;
         let mut st = self.lock();
@@ -395,6 +410,7 @@ impl GraphMemory {
     /// Takes a free that belongs to the graph memory: private memory, or
     /// any free on a registered capturing stream (deferred). False: not
     /// ours, take the shared path.
+    #[inline]
     pub fn deallocate(
         self: &Arc<Self>,
         ptr: DevicePtr,
@@ -403,9 +419,25 @@ impl GraphMemory {
         stream: CudaStreamView<'_>,
         source: impl FnOnce() -> Arc<dyn ChunkSource>,
     ) -> bool {
-        if ptr.is_null() {
+        // The common case in two atomic loads: no capture registered and no
+        // private pool, so the free is the shared path's.
+        if ptr.is_null() || (!captures_registered() && self.pools.load(Ordering::Acquire) == 0) {
             return false;
         }
+        self.deallocate_slow(ptr, bytes, alignment, stream, source)
+    }
+
+    /// [`Self::deallocate`] while captures are registered or pools exist.
+    #[cold]
+    #[inline(never)]
+    fn deallocate_slow(
+        self: &Arc<Self>,
+        ptr: DevicePtr,
+        bytes: usize,
+        alignment: usize,
+        stream: CudaStreamView<'_>,
+        source: impl FnOnce() -> Arc<dyn ChunkSource>,
+    ) -> bool {
         let capture = registered_capture_of(stream);
         if capture.is_none() {
             let addr = ptr.addr();

@@ -21,6 +21,7 @@ pub(crate) mod headroom;
 pub(crate) mod live_set;
 pub(crate) mod private_pool;
 pub(crate) mod shell;
+pub(crate) mod spin_lock;
 pub(crate) mod stream_cache;
 pub(crate) mod stream_ordered;
 mod stream_slots;

@@ -34,9 +34,9 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use super::live_set::{BadFree, LiveMap};
+use super::spin_lock::{SpinGuard, SpinLock};
 use super::stream_ordered::StreamKey;
 use crate::stream::CudaStreamView;
 
@@ -110,7 +110,7 @@ pub(crate) struct StreamCache {
 /// One stripe's lock, on its own cache lines.
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct StripeSlot(Mutex<Stripe>);
+struct StripeSlot(SpinLock<Stripe>);
 
 /// A multiplicative hash of a stream key (its handle, and for the
 /// per-thread default stream its thread): cheap, and spreads handles that
@@ -151,13 +151,11 @@ impl StreamCache {
         }
     }
 
-    fn stripe(&self, key: StreamKey) -> std::sync::MutexGuard<'_, Stripe> {
+    fn stripe(&self, key: StreamKey) -> SpinGuard<'_, Stripe> {
         let mut h = KeyHasher::default();
         key.hash(&mut h);
         let i = (h.finish() >> 32) as usize % STRIPES;
-        // A poisoned stripe still holds valid lists (every update is one
-        // push or pop): keep using it.
-        self.stripes[i].0.lock().unwrap_or_else(|e| e.into_inner())
+        self.stripes[i].0.lock()
     }
 
     /// Makes `stripe`'s reservation cover `bytes` more cached bytes; false
@@ -232,7 +230,7 @@ impl StreamCache {
     /// it (a free on a stream of another stripe than the allocation's).
     pub fn forget(&self, addr: u64, bytes: usize) -> Result<(), BadFree> {
         for slot in self.stripes.iter() {
-            let mut stripe = slot.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stripe = slot.0.lock();
             match stripe.live.remove(addr, bytes) {
                 Err(BadFree::NotLive) => continue,
                 r => return r,
@@ -292,7 +290,7 @@ impl StreamCache {
     pub fn drain(&self, block_size_of: impl Fn(usize) -> usize) -> Vec<(usize, u64)> {
         let mut out = Vec::new();
         for slot in self.stripes.iter() {
-            let mut stripe = slot.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stripe = slot.0.lock();
             for list in std::mem::take(&mut stripe.lists) {
                 stripe.cached -= block_size_of(list.bin) * list.blocks.len();
                 out.extend(list.blocks.into_iter().map(|addr| (list.bin, addr)));
@@ -304,16 +302,13 @@ impl StreamCache {
 
     /// Bytes cached now (each stripe's lock taken in turn).
     pub fn cached_bytes(&self) -> usize {
-        self.stripes
-            .iter()
-            .map(|slot| slot.0.lock().unwrap_or_else(|e| e.into_inner()).cached)
-            .sum()
+        self.stripes.iter().map(|slot| slot.0.lock().cached).sum()
     }
 
     /// Lists kept, empty ones included.
     #[cfg(test)]
     fn lists(&self) -> usize {
-        self.stripes.iter().map(|s| s.0.lock().unwrap().lists.len()).sum()
+        self.stripes.iter().map(|s| s.0.lock().lists.len()).sum()
     }
 }
 

@@ -25,7 +25,7 @@
 //! off per resource (`unchecked_frees`); then only frees outside the
 //! backing or overlapping a free block's edge are caught.
 
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::thread::ThreadId;
 
 mod layer;
@@ -517,7 +517,7 @@ impl<B: Backing> StreamOrdered<B> {
     }
 
     /// Every stream's list, locked, in creation order.
-    fn locked(&self) -> Vec<MutexGuard<'_, StreamList<B::List>>> {
+    fn locked(&self) -> Vec<super::spin_lock::SpinGuard<'_, StreamList<B::List>>> {
         self.lists.iter().map(|s| s.lock_settled()).collect()
     }
 

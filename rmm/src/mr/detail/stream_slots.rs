@@ -6,9 +6,9 @@
 //! ([`next_resource_id`]), so an entry of a dropped resource is never
 //! found again; it only keeps its slot's memory until [`CACHED`] newer
 //! entries push it out.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,7 +25,32 @@ pub(crate) fn next_resource_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-type Entry = (u64, StreamKey, Arc<dyn Any + Send + Sync>);
+/// A cached slot: the resource id and stream it belongs to, the slot (kept
+/// alive here), and its concrete type, so that a hit casts the pointer
+/// without the `dyn Any` call of a downcast.
+struct Entry {
+    id: u64,
+    key: StreamKey,
+    type_id: TypeId,
+    slot: Arc<dyn Any + Send + Sync>,
+}
+
+impl Entry {
+    /// The slot as a `Slot<L>`, when that is its type.
+    #[inline]
+    fn get<L: Send + 'static>(&self) -> Option<&Slot<L>> {
+        if self.type_id != TypeId::of::<Slot<L>>() {
+            return None;
+        }
+        // SAFETY: `type_id` was taken from the slot's concrete type when the
+        // entry was made (`with_slot`'s insertion, the only constructor) and
+        // equals `Slot<L>`'s, so the `Arc`'s data pointer points to a live
+        // `Slot<L>` (the entry owns a reference), borrowed no longer than
+        // `self`.
+        #[allow(unsafe_code)]
+        Some(unsafe { &*Arc::as_ptr(&self.slot).cast::<Slot<L>>() })
+    }
+}
 
 thread_local! {
     static SLOTS: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
@@ -35,6 +60,7 @@ thread_local! {
 /// thread's cache or else by `lookup` (which takes the resource's lock)
 /// and cached. `None` when the cache cannot be used: the thread is
 /// exiting, or `f` of an outer call is running on this thread.
+#[inline]
 pub(crate) fn with_slot<L: Send + 'static, R>(
     id: u64,
     key: StreamKey,
@@ -44,20 +70,30 @@ pub(crate) fn with_slot<L: Send + 'static, R>(
     SLOTS
         .try_with(|cell| {
             let mut slots = cell.try_borrow_mut().ok()?;
-            let pos = match slots.iter().position(|(i, k, _)| *i == id && *k == key) {
+            let pos = match slots.iter().position(|e| e.id == id && e.key == key) {
                 Some(pos) => pos,
-                None => {
-                    if slots.len() == CACHED {
-                        slots.remove(0);
-                    }
-                    slots.push((id, key, lookup()));
-                    slots.len() - 1
-                }
+                None => insert(&mut slots, id, key, lookup()),
             };
-            slots[pos].2.downcast_ref::<Slot<L>>().map(f)
+            slots[pos].get::<L>().map(f)
         })
         .ok()
         .flatten()
+}
+
+/// Caches `slot` as the newest entry (pushing out the oldest when full);
+/// its position.
+#[cold]
+fn insert<L: Send + 'static>(slots: &mut Vec<Entry>, id: u64, key: StreamKey, slot: Arc<Slot<L>>) -> usize {
+    if slots.len() == CACHED {
+        slots.remove(0);
+    }
+    slots.push(Entry {
+        id,
+        key,
+        type_id: TypeId::of::<Slot<L>>(),
+        slot,
+    });
+    slots.len() - 1
 }
 
 #[cfg(test)]

@@ -13,13 +13,14 @@
 //! no other lock of the resource; only the core's holder takes two slot
 //! locks at once.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use super::StreamKey;
 use crate::driver::{self, EventHandle};
 use crate::error::Result;
 use crate::mr::detail::free_list::FreeBlocks;
 use crate::mr::detail::live_set::{BadFree, LiveMap};
+use crate::mr::detail::spin_lock::{SpinGuard, SpinLock};
 use crate::stream::CudaStreamView;
 
 /// Which addresses start an upstream chunk (free blocks never merge across
@@ -255,14 +256,14 @@ impl<L: FreeBlocks> StreamList<L> {
 #[repr(align(128))]
 pub(crate) struct Slot<L> {
     pub key: StreamKey,
-    state: Mutex<StreamList<L>>,
+    state: SpinLock<StreamList<L>>,
 }
 
 impl<L> Slot<L> {
     pub fn new(key: StreamKey, list: StreamList<L>) -> Self {
         Slot {
             key,
-            state: Mutex::new(list),
+            state: SpinLock::new(list),
         }
     }
 
@@ -290,16 +291,15 @@ impl<L> Slot<L> {
         )
     }
 
-    /// The stream's state, locked (a poisoned lock is taken over: the list
-    /// keeps its invariants between calls), for the fast paths.
+    /// The stream's state, locked, for the fast paths.
     #[inline]
-    pub fn lock(&self) -> MutexGuard<'_, StreamList<L>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> SpinGuard<'_, StreamList<L>> {
+        self.state.lock()
     }
 
     /// The stream's state, locked, with the stashed block merged into the
     /// list: what every path but the fast ones works on.
-    pub fn lock_settled(&self) -> MutexGuard<'_, StreamList<L>>
+    pub fn lock_settled(&self) -> SpinGuard<'_, StreamList<L>>
     where
         L: FreeBlocks,
     {
