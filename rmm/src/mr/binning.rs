@@ -229,6 +229,7 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
     }
 
     /// The bin for `bytes` and its index, or `None` for the upstream.
+    #[inline]
     fn route(&self, bytes: usize) -> Option<(usize, &Bin)> {
         let bins = &self.inner.bins;
         let i = bins.partition_point(|b| b.size < bytes);
@@ -250,6 +251,7 @@ impl<U: MemoryResource> BinningMemoryResource<U> {
     /// records: true when the rest of the free is the caller's (the record
     /// is gone); false when it was refused (logged, counted) or is done (a
     /// block of a stream's cache, cached again on `stream`).
+    #[inline]
     fn forget_live(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
         const NAME: &str = "BinningMemoryResource";
         if let Some((i, bin)) = self.route(bytes).filter(|(_, bin)| bin.made_here) {

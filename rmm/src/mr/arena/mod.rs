@@ -336,6 +336,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
 
     /// Records an allocation in a live record whose lock the caller holds.
+    #[inline]
     fn record_in(&self, books: &mut ArenaBooks, addr: u64, bytes: usize) {
         if self.inner.checked && !books.live.insert(addr, bytes) {
             log::error!(
@@ -446,6 +447,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// default stream). A small per-thread cache finds it without a shared
     /// lock, and `f` borrows the cached arena instead of cloning its `Arc`
     /// (two atomic operations per call saved on the hot path).
+    #[inline]
     fn with_arena<R>(&self, stream: CudaStreamView, f: impl FnOnce(&Arena) -> R) -> R {
         let key = StreamKey::of(stream);
         let uid = self.inner.uid;
@@ -512,6 +514,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
 
     /// Allocates `size` bytes (a request of `bytes`) for `stream` and
     /// records it as live.
+    #[inline]
     fn try_allocate(&self, size: usize, bytes: usize, stream: CudaStreamView) -> Option<u64> {
         self.with_arena(stream, |arena| {
             if size > LARGE {
@@ -572,6 +575,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
 
     /// `addr` as the pointer handed out, registered as an NVTX region of
     /// `bytes` when the arena annotates.
+    #[inline]
     fn annotated(&self, addr: u64, bytes: usize) -> DevicePtr {
         if let Some(heap) = &self.inner.heap {
             heap.register_region(addr, bytes);
@@ -600,6 +604,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     }
     /// The rounded size of a free of `bytes` at `ptr`, or `None` (logged)
     /// when the block does not lie inside the arena.
+    #[inline]
     fn size_in_arena(&self, ptr: DevicePtr, bytes: usize) -> Option<usize> {
         let base = self.inner.base.addr();
         let end = base + self.inner.size as u64;
@@ -618,6 +623,7 @@ impl<U: MemoryResource> ArenaMemoryResource<U> {
     /// arena, whose `book` the caller holds (`b`, released here, before any
     /// other lock). True when that arena does not own the block, so that it
     /// goes to [`Self::free_in_other_arena`].
+    #[inline]
     fn free_in_own_arena(
         &self,
         mut b: SpinGuard<'_, ArenaBooks>,

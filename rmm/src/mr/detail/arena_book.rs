@@ -132,6 +132,7 @@ impl ArenaBook {
     /// has `size` bytes. Its address is not live anywhere: the free that
     /// stashed it removed its record (when frees are checked), and only
     /// this book can hand it out again.
+    #[inline]
     pub fn take_stash(&mut self, size: usize) -> Option<u64> {
         let p = self.stash.filter(|p| p.size == size)?;
         self.stash = None;
@@ -202,6 +203,7 @@ impl ArenaBook {
     /// the next allocation of its size takes back, and the block stashed
     /// before it is merged now, with [`free`](Self::free)'s outcome for
     /// that one ([`Freed::StashedOverlap`] for its overlap).
+    #[inline]
     pub fn free_live(&mut self, addr: u64, size: usize) -> Freed {
         let Some((s, sb_size)) = self.containing_cached(addr) else {
             return Freed::NotOwned;

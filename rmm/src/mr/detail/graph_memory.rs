@@ -380,6 +380,7 @@ impl GraphMemory {
     ///
     /// # Errors
     /// As [`Self::allocate`].
+    #[inline]
     pub fn allocate_own<R: OwnSharedPath>(
         self: &Arc<Self>,
         owner: &R,
@@ -394,6 +395,7 @@ impl GraphMemory {
     }
 
     /// [`Self::deallocate`] for `owner` (see [`Self::allocate_own`]).
+    #[inline]
     pub fn deallocate_own<R: OwnSharedPath>(
         self: &Arc<Self>,
         owner: &R,

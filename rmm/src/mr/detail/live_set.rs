@@ -81,6 +81,7 @@ impl LiveMap {
 
     /// Removes the allocation at `addr` if it was requested with `bytes`;
     /// otherwise changes nothing and says why.
+    #[inline]
     pub fn remove(&mut self, addr: u64, bytes: usize) -> Result<(), BadFree> {
         if let Some((a, n)) = self.unhashed {
             if a == addr {
@@ -107,6 +108,7 @@ impl LiveMap {
     /// live (the arena's stash: a block whose record a checked free has
     /// just removed, and which nothing handed out since). It skips the
     /// duplicate check; the record it displaces goes into the hash table.
+    #[inline]
     pub fn insert_unique(&mut self, addr: u64, bytes: usize) {
         debug_assert!(
             !self.map.contains_key(&addr),

@@ -149,6 +149,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// [`MemoryResource::allocate`]: on a capturing stream from the
     /// capture's graph-private pool, else from the shared lists.
+    #[inline]
     pub fn allocate(&self, bytes: usize, alignment: usize, stream: CudaStreamView) -> Result<DevicePtr> {
         check_base_alignment(alignment)?;
         if bytes == 0 {
@@ -191,6 +192,7 @@ impl<B: Backing> StreamOrderedResource<B> {
 
     /// The fast path of a free: `true` when it is done (or refused and
     /// logged), `false` when the core must look further.
+    #[inline]
     fn free_fast(&self, addr: u64, bytes: usize, stream: CudaStreamView) -> bool {
         let Some(size) = self.inner.fast.and_then(|f| f.block_size(bytes)) else {
             return false;
@@ -237,6 +239,7 @@ impl<B: Backing> StreamOrderedResource<B> {
     /// is logged and ignored, so this is safe to call with any arguments.
     /// Graph memory, and any free on a capturing stream, goes to the
     /// graph-private pools.
+    #[inline]
     pub fn deallocate(&self, ptr: DevicePtr, bytes: usize, stream: CudaStreamView) {
         if ptr.is_null() {
             return;

@@ -90,6 +90,7 @@ struct Stripe {
 }
 
 impl Stripe {
+    #[inline]
     fn position(&self, key: StreamKey, bin: usize) -> Option<usize> {
         self.lists.iter().position(|l| l.key == key && l.bin == bin)
     }
@@ -136,6 +137,7 @@ impl Hasher for KeyHasher {
 }
 
 /// Most blocks of `block_size` bytes one list holds.
+#[inline]
 pub(crate) fn list_limit(block_size: usize) -> usize {
     (LIST_BYTES / block_size.max(1)).clamp(MIN_LIST_BLOCKS, MAX_LIST_BLOCKS)
 }
@@ -151,6 +153,7 @@ impl StreamCache {
         }
     }
 
+    #[inline]
     fn stripe(&self, key: StreamKey) -> SpinGuard<'_, Stripe> {
         let mut h = KeyHasher::default();
         key.hash(&mut h);
@@ -160,6 +163,7 @@ impl StreamCache {
 
     /// Makes `stripe`'s reservation cover `bytes` more cached bytes; false
     /// when the shared budget cannot.
+    #[inline]
     fn reserve(&self, stripe: &mut Stripe, bytes: usize) -> bool {
         let want = stripe.cached + bytes;
         if want <= stripe.reserved {
@@ -177,6 +181,7 @@ impl StreamCache {
 
     /// Gives back the part of `stripe`'s reservation beyond one unit of
     /// slack, once the slack reaches two units.
+    #[inline]
     fn release_slack(&self, stripe: &mut Stripe) {
         let slack = stripe.reserved - stripe.cached;
         if slack >= 2 * self.unit {
@@ -188,6 +193,7 @@ impl StreamCache {
 
     /// A block of bin `bin` (blocks of `block_size` bytes) last freed on
     /// `stream`, if one is cached, recorded here as live with `bytes`.
+    #[inline]
     pub fn take(&self, stream: CudaStreamView, bin: usize, block_size: usize, bytes: usize) -> Option<u64> {
         let key = StreamKey::of(stream);
         let mut stripe = self.stripe(key);
@@ -204,6 +210,7 @@ impl StreamCache {
     /// [`take`](Self::take) handed it out on a stream of the same stripe:
     /// its record is removed and the block cached again (bin `bin`, blocks
     /// of `block_size` bytes), all under the one stripe lock.
+    #[inline]
     pub fn free(
         &self,
         stream: CudaStreamView,
@@ -249,6 +256,7 @@ impl StreamCache {
     }
 
     /// [`put`](Self::put) into the stripe of `key`, held locked.
+    #[inline]
     fn put_locked(
         &self,
         stripe: &mut Stripe,

@@ -136,6 +136,7 @@ pub(crate) enum FastFree {
 impl<L: FreeBlocks> StreamList<L> {
     /// Takes a `size`-byte block for a request of `bytes` from this
     /// stream's own list and records it as live; `None` when none fits.
+    #[inline]
     pub fn take_request(&mut self, size: usize, bytes: usize) -> Option<u64> {
         if let Some((addr, n)) = self.stash {
             if n == size {
@@ -167,6 +168,7 @@ impl<L: FreeBlocks> StreamList<L> {
     /// stream, in this stream's order; into the stash when `stash` (an
     /// exact fit is a best fit), else into the list (which keeps a
     /// fixed-size list first in, first out).
+    #[inline]
     pub fn free_request(&mut self, addr: u64, bytes: usize, size: usize, stash: bool) -> FastFree {
         let Some(live) = &mut self.live else {
             return FastFree::Elsewhere;
@@ -209,6 +211,7 @@ impl<L: FreeBlocks> StreamList<L> {
     /// Notes that the list's blocks were used in its stream's order (a
     /// free, a merge after waiting, new upstream memory): an eager list
     /// records its event now, a lazy one becomes dirty.
+    #[inline]
     pub fn mark_used(&mut self) {
         if self.simulated {
             return;
