@@ -2,7 +2,8 @@
 //! and `threads`) over a simulated device, for machines without a GPU:
 //! what the resources' own bookkeeping and locks cost, without the driver
 //! (no capture query, no events). Each thread works on its own stream, as
-//! in rmm_ab; a row's time is the median of its repetitions, in ns per
+//! in rmm_ab, except in the `one_stream` rows (T > 1), where all of them
+//! share one stream and so its lock; a row's time is the median of its repetitions, in ns per
 //! operation (allocations and frees together, over all threads).
 //!
 //! ```text
@@ -113,6 +114,18 @@ fn threads(mr: &SharedResource, t: usize) -> usize {
     })
 }
 
+/// The `one_stream` row: `t` threads, each the random workload, all on one
+/// stream, so that they meet on that stream's lock (what threads sharing the
+/// default stream do).
+fn one_stream(mr: &SharedResource, t: usize) -> usize {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..t)
+            .map(|i| scope.spawn(move || random(mr, stream(0), 20_000, MIB, 1000 * MIB, 2000 + i as u64)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("worker")).sum()
+    })
+}
+
 /// Times `row` REPS times; prints its CSV line.
 fn report(resource: &str, workload: &str, params: &str, mut row: impl FnMut() -> usize) {
     let mut times: Vec<f64> = (0..REPS)
@@ -168,6 +181,11 @@ fn main() {
         for &t in &counts {
             report(name, "threads", &format!("t={t} n=20000 max=1MiB"), || {
                 threads(&mr, t)
+            });
+        }
+        for &t in counts.iter().filter(|&&t| t > 1) {
+            report(name, "one_stream", &format!("t={t} n=20000 max=1MiB"), || {
+                one_stream(&mr, t)
             });
         }
     }

@@ -97,7 +97,12 @@ impl<T> SpinLock<T> {
             while self.locked.load(Ordering::Relaxed) {
                 tries += 1;
                 if tries < SPINS {
-                    std::hint::spin_loop();
+                    // Backing off (1, 2, 4 .. 64 pauses between looks) keeps
+                    // waiters from taking the line in turns while the holder
+                    // works.
+                    for _ in 0..1u32 << tries.min(6) {
+                        std::hint::spin_loop();
+                    }
                 } else if tries < SPINS + YIELDS {
                     std::thread::yield_now();
                 } else {
