@@ -103,4 +103,33 @@ pub use uvector::DeviceUvector;
 #[cfg(test)]
 extern crate self as rmm;
 #[cfg(test)]
-pub(crate) use rmm_testing::require_gpu;
+pub(crate) use crate::gpu_turn::require_gpu;
+
+/// The unit tests that use the GPU take turns ([`require_gpu`] holds the
+/// turn until the end of the test): a capture in one test is invalidated by
+/// a device-wide synchronisation in another, and that synchronisation is
+/// refused (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`) while the capture
+/// lasts. Under compute-sanitizer, which slows every call, a pool test's
+/// `cuCtxSynchronize` and a capture test met that way (H200, 2026-12-02).
+#[cfg(test)]
+mod gpu_turn {
+    use std::sync::{Mutex, MutexGuard};
+
+    static TURN: Mutex<()> = Mutex::new(());
+
+    /// This test's turn on the GPU (a failed test's poisoned turn is
+    /// taken over: the turn guards no data).
+    pub(crate) fn take() -> MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `rmm_testing::require_gpu!()`, then the GPU turn, held until the
+    /// end of the enclosing test.
+    macro_rules! require_gpu {
+        () => {
+            rmm_testing::require_gpu!();
+            let _gpu_turn = $crate::gpu_turn::take();
+        };
+    }
+    pub(crate) use require_gpu;
+}
