@@ -31,7 +31,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Spins before a waiter starts to yield.
+/// Looks a waiter takes, spinning, before it starts to yield (63 of
+/// them, after the first failed try).
 const SPINS: u32 = 64;
 /// Yields before a waiter starts to nap.
 const YIELDS: u32 = 16;
@@ -97,7 +98,7 @@ impl<T> SpinLock<T> {
             while self.locked.load(Ordering::Relaxed) {
                 tries += 1;
                 if tries < SPINS {
-                    // Backing off (1, 2, 4 .. 64 pauses between looks) keeps
+                    // Backing off (2, 4 .. 64 pauses between looks) keeps
                     // waiters from taking the line in turns while the holder
                     // works.
                     for _ in 0..1u32 << tries.min(6) {
