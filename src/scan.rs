@@ -55,7 +55,7 @@ pub fn scratch_bytes<T: Numeric>(n: usize) -> usize {
 ///
 /// # Safety
 /// `input`/`output` hold `n` elements of `T` and are identical or disjoint;
-/// `state` is 8-byte aligned device memory of [`state_bytes_for::<T>(n)`]
+/// `state` is 8-byte aligned device memory of [`state_bytes_for::<T>(n)`](state_bytes_for)
 /// bytes used by nothing else until the scan has run; all valid in `stream`
 /// order.
 ///

@@ -102,7 +102,7 @@ fn is_only_device(device: DeviceId) -> bool {
 /// the thread has none (`driver::ensure_context`, `driver::with_context`).
 ///
 /// # Errors
-/// [`Error::Logic`](crate::Error::Logic) naming both devices; the driver's
+/// [`Error::Logic`] naming both devices; the driver's
 /// error when no GPU is usable.
 #[inline]
 pub(crate) fn ensure_current(what: &str, device: DeviceId) -> Result<()> {

@@ -17,7 +17,7 @@ struct Record {
     pool: GraphPoolId,
     graph: GraphHandle,
     device: Option<DeviceId>,
-    /// Begun through rmm: removed by [`end`] only. Adopted records go when
+    /// Begun through rmm: removed by [`end`](Registry::end) only. Adopted records go when
     /// their last stream does.
     begun_by_rmm: bool,
 }

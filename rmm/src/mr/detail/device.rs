@@ -8,7 +8,7 @@ use crate::error::Result;
 
 /// The device a sub-allocator over `upstream` serves: the upstream's own
 /// ([`MemoryResource::device`]) or, for a stateless upstream of device
-/// memory such as [`CudaMemoryResource`], the device current at the call
+/// memory such as [`CudaMemoryResource`](crate::mr::CudaMemoryResource), the device current at the call
 /// (sub-allocators call it at construction). `None` over simulated, pinned
 /// host and managed memory, which no single device owns.
 ///

@@ -86,7 +86,7 @@ fn size_key(size: usize, addr: u64) -> u128 {
 /// make coalescing O(1); an ordered set of `(size, address)` makes best fit
 /// O(log n). Blocks of 256 MiB or more (chunk tails, large spans: at most
 /// memory / 256 MiB of them) sit in a short list scanned linearly instead,
-/// so the ever-resized tail of a pool costs no tree update. Invariants (checked by [`check`](Self::check) in tests): the
+/// so the ever-resized tail of a pool costs no tree update. Invariants (checked by `check` in tests): the
 /// three indexes hold the same blocks; no two blocks overlap; two adjacent
 /// blocks exist only when the second starts at a head; `free_bytes` is
 /// their total size.
