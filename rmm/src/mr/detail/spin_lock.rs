@@ -27,6 +27,7 @@
 
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -77,7 +78,10 @@ impl<T> SpinLock<T> {
         {
             self.lock_contended();
         }
-        SpinGuard { lock: self }
+        SpinGuard {
+            lock: self,
+            _not_auto: PhantomData,
+        }
     }
 
     /// Takes the lock if it is free.
@@ -85,7 +89,10 @@ impl<T> SpinLock<T> {
         self.locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| SpinGuard { lock: self })
+            .map(|_| SpinGuard {
+                lock: self,
+                _not_auto: PhantomData,
+            })
     }
 
     #[cold]
@@ -134,7 +141,15 @@ impl<T: fmt::Debug> fmt::Debug for SpinLock<T> {
 /// Access to a [`SpinLock`]'s value; releases the lock when dropped.
 pub(crate) struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    /// Neither `Send` nor `Sync` of itself, as `MutexGuard`: a shared
+    /// guard hands out `&T` to every thread that holds it, so it is `Sync`
+    /// only where `T` is (below).
+    _not_auto: PhantomData<*const ()>,
 }
+
+// SAFETY: through `&SpinGuard` a thread gets only `&T`; several threads may
+// hold those at once exactly when `T: Sync`.
+unsafe impl<T: Sync> Sync for SpinGuard<'_, T> {}
 
 impl<T> Deref for SpinGuard<'_, T> {
     type Target = T;
@@ -236,6 +251,16 @@ mod tests {
         let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
         assert_eq!(rc, 0);
         Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// As `Mutex`: the lock is `Sync` for any `Send` value (a `Cell`
+    /// included), its guard only for a `Sync` one (a shared guard hands out
+    /// `&T`; `SpinGuard<Cell<_>>` does not compile as `Sync`).
+    #[test]
+    fn the_lock_is_sync_for_send_values_the_guard_for_sync_ones() {
+        fn sync<T: Sync>() {}
+        sync::<SpinLock<std::cell::Cell<u32>>>();
+        sync::<SpinGuard<'static, u32>>();
     }
 
     #[test]
