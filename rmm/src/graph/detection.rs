@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 ///
 /// | Detection | Allocation on a stream nobody registered | Cost when nothing captures |
 /// |---|---|---|
-/// | [`Driver`](Self::Driver) (default) | the driver is asked; a capture begun outside rmm (CuPy, PyTorch, cudarc) is found and adopted | one `cuStreamIsCapturing` (18 to 25 ns on the H200) per allocation on a non-default stream |
+/// | [`Driver`](Self::Driver) (default) | the driver is asked; a capture begun outside rmm (CuPy, PyTorch, cudarc) is found and adopted | one `cuStreamIsCapturing` (18 to 28 ns on the H200's host) per allocation on a non-default stream |
 /// | [`Registered`](Self::Registered) | treated as not capturing | one atomic load |
 ///
 /// With `Registered`, only captures begun through [`begin_capture`](super::begin_capture)
