@@ -5,7 +5,7 @@ use super::*;
 
 /// Statistics counters: current values are the model's live bytes and
 /// count, totals this epoch's successful allocations.
-fn check_statistics(stats: &StatisticsAdaptor<impl MemoryResource>, model: &Model) {
+pub(super) fn check_statistics(stats: &StatisticsAdaptor<impl MemoryResource>, model: &Model) {
     let (bytes, count) = (stats.bytes_counter(), stats.allocations_counter());
     assert_eq!(bytes.value as usize, model.live_bytes, "statistics bytes");
     assert_eq!(count.value as usize, model.live.len(), "statistics count");

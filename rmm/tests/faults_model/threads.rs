@@ -1,6 +1,6 @@
 //! Several threads sharing one stack under faults.
 
-use super::adaptors::check_tracking;
+use super::adaptors::{check_statistics, check_tracking};
 use super::*;
 
 /// Four threads share a stack over the faulty upstream, rebuilt every
@@ -136,14 +136,7 @@ fn threads_share_statistics_and_tracking_under_faults() {
     threads_share("statistics(tracking)", build, |mr, model, up| {
         let (bytes, count) = (mr.bytes_counter(), mr.allocations_counter());
         assert_eq!((bytes.value, count.value), (0, 0), "statistics after every free");
-        assert_eq!(
-            count.total as usize, model.allocations_total,
-            "statistics total count"
-        );
-        assert_eq!(
-            bytes.total as usize, model.allocated_total,
-            "statistics total bytes"
-        );
+        check_statistics(mr, model);
         check_tracking(mr.upstream(), model);
         assert_eq!(up.live_bytes(), 0);
     });
