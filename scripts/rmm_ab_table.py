@@ -53,25 +53,25 @@ def main(paths):
                 ours[(resource, col)].append(sides["rmm-rs"])
                 theirs[(resource, col)].append(sides["rmm"])
                 paired[(resource, col)].append(sides["rmm-rs"] / sides["rmm"])
-    print("Paired ratio, ours / RMM's (median over repetitions; below 1: ours faster)\n")
-    print("| resource | " + " | ".join(columns) + " |")
-    print("|---|" + "---:|" * len(columns))
-    for r in resources:
-        cells = []
-        for c in columns:
-            v = paired.get((r, c))
-            cells.append(f"{statistics.median(v):.3f} (n={len(v)})" if v else "")
-        print(f"| {r} | " + " | ".join(cells) + " |")
-    print("\nMedian ns per operation, ours / RMM's\n")
-    print("| resource | " + " | ".join(columns) + " |")
-    print("|---|" + "---:|" * len(columns))
-    for r in resources:
-        cells = []
-        for c in columns:
-            a, b = ours.get((r, c)), theirs.get((r, c))
-            cells.append(f"{statistics.median(a):.0f} / {statistics.median(b):.0f}" if a and b else "")
-        print(f"| {r} | " + " | ".join(cells) + " |")
+    def ratio(r, c):
+        v = paired.get((r, c))
+        return f"{statistics.median(v):.3f} (n={len(v)})" if v else ""
 
+    def medians(r, c):
+        a, b = ours.get((r, c)), theirs.get((r, c))
+        return f"{statistics.median(a):.0f} / {statistics.median(b):.0f}" if a and b else ""
+
+    print_table("Paired ratio, ours / RMM's (median over repetitions; below 1: ours faster)\n", resources, columns, ratio)
+    print_table("\nMedian ns per operation, ours / RMM's\n", resources, columns, medians)
+
+
+def print_table(title, resources, columns, cell):
+    """A Markdown table under `title`: a row per resource, `cell(resource, column)` in each column."""
+    print(title)
+    print("| resource | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for r in resources:
+        print(f"| {r} | " + " | ".join(cell(r, c) for c in columns) + " |")
 
 if __name__ == "__main__":
     main(sys.argv[1:])
