@@ -176,6 +176,7 @@ impl<B: Backing> StreamOrderedResource<B> {
     /// path; the core's lock only the first time this thread uses the
     /// stream here); `None` when this thread cannot cache the slot (it is
     /// exiting).
+    #[inline(always)]
     fn with_slot<R>(
         &self,
         stream: CudaStreamView,

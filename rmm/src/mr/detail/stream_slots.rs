@@ -26,13 +26,17 @@ pub(crate) fn next_resource_id() -> u64 {
 }
 
 /// A cached slot: the resource id and stream it belongs to, the slot (kept
-/// alive here), and its concrete type, so that a hit casts the pointer
-/// without the `dyn Any` call of a downcast.
+/// alive here), its concrete type and its address, so that a hit casts the
+/// pointer without the `dyn Any` call of a downcast or the `Arc`'s offset
+/// arithmetic.
 struct Entry {
     id: u64,
     key: StreamKey,
     type_id: TypeId,
-    slot: Arc<dyn Any + Send + Sync>,
+    /// `Arc::as_ptr(&slot)`, taken once.
+    ptr: *const (),
+    /// Keeps the slot alive while the entry exists (read through `ptr`).
+    _slot: Arc<dyn Any + Send + Sync>,
 }
 
 impl Entry {
@@ -42,13 +46,13 @@ impl Entry {
         if self.type_id != TypeId::of::<Slot<L>>() {
             return None;
         }
-        // SAFETY: `type_id` was taken from the slot's concrete type when the
-        // entry was made (`with_slot`'s insertion, the only constructor) and
-        // equals `Slot<L>`'s, so the `Arc`'s data pointer points to a live
-        // `Slot<L>` (the entry owns a reference), borrowed no longer than
-        // `self`.
+        // SAFETY: `type_id` and `ptr` were taken from the slot's concrete
+        // type and its `Arc` when the entry was made (`insert`, the only
+        // constructor), and `type_id` equals `Slot<L>`'s, so `ptr` points to
+        // a live `Slot<L>` (the entry owns a reference in `slot`), borrowed
+        // no longer than `self`.
         #[allow(unsafe_code)]
-        Some(unsafe { &*Arc::as_ptr(&self.slot).cast::<Slot<L>>() })
+        Some(unsafe { &*self.ptr.cast::<Slot<L>>() })
     }
 }
 
@@ -91,7 +95,8 @@ fn insert<L: Send + 'static>(slots: &mut Vec<Entry>, id: u64, key: StreamKey, sl
         id,
         key,
         type_id: TypeId::of::<Slot<L>>(),
-        slot,
+        ptr: Arc::as_ptr(&slot).cast(),
+        _slot: slot,
     });
     slots.len() - 1
 }
