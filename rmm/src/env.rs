@@ -9,6 +9,7 @@
 //! | `RMM_NVTX` | on | `0`, `off` or `false`: no memory annotations for compute-sanitizer even under a tool that takes them ([`nvtx`](crate::nvtx)) |
 //! | `NVTX_INJECTION64_PATH` | unset | set by a tool such as compute-sanitizer: the NVTX tool library the memory annotations go to |
 //! | `RMM_LAZY_CONTEXTS` | unset | `1`: each device's primary context is made at its first use instead of every device's at the first use of any |
+//! | `RMM_BIASED_LOCKS` | on | `0`, `off` or `false`: the allocators' per-stream locks are never biased to a thread (each lock then costs an atomic compare-exchange; for comparisons, and for systems whose `membarrier` misbehaves) |
 //!
 //! Each reader asks the environment when it is called; what reads it when
 //! (once per process, or at each construction) is said at the reader. The
@@ -42,6 +43,8 @@ pub const NVTX: &str = "RMM_NVTX";
 pub const NVTX_INJECTION64_PATH: &str = "NVTX_INJECTION64_PATH";
 /// `RMM_LAZY_CONTEXTS`: `1` makes each device's primary context at its first use.
 pub const LAZY_CONTEXTS: &str = "RMM_LAZY_CONTEXTS";
+/// `RMM_BIASED_LOCKS`: `0`, `off` or `false` keeps the per-stream locks unbiased.
+pub const BIASED_LOCKS: &str = "RMM_BIASED_LOCKS";
 
 /// The file `RMM_LOG_FILE` names; `None` when it is unset or empty. Read
 /// at each call (each logging adaptor made without a file name).
@@ -66,7 +69,19 @@ pub(crate) fn debug_log_level() -> Option<String> {
 /// Whether `RMM_NVTX` turns the memory annotations off (`0`, `off` or
 /// `false`, in any case). Read once, when the annotations first attach.
 pub(crate) fn nvtx_disabled() -> bool {
-    std::env::var(NVTX).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "off" | "false"))
+    switched_off(NVTX)
+}
+
+/// Whether `RMM_BIASED_LOCKS` turns lock biasing off (`0`, `off` or
+/// `false`, in any case). Read once, when a lock is first about to be
+/// biased.
+pub(crate) fn biased_locks_disabled() -> bool {
+    switched_off(BIASED_LOCKS)
+}
+
+/// Whether the variable `name` is `0`, `off` or `false`, in any case.
+fn switched_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "0" | "off" | "false"))
 }
 
 /// The tool library `NVTX_INJECTION64_PATH` names, when set.

@@ -12,6 +12,7 @@
 pub(crate) mod alignment;
 pub(crate) mod annotations;
 pub(crate) mod arena_book;
+mod asymmetric_fence;
 mod device;
 pub(crate) mod driver_pools;
 pub(crate) mod failed_frees;
