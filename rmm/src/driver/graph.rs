@@ -23,7 +23,7 @@ use std::num::NonZeroUsize;
 
 use cudarc::driver::sys as cu;
 
-use super::device::{current_device, device_of_context, ensure_context};
+use super::device::{current_device, device_of_context, ensure_context, with_context};
 use super::stream::StreamHandle;
 use super::{call, check};
 use crate::error::{Error, Result};
@@ -170,13 +170,17 @@ pub unsafe fn stream_end_capture(stream: StreamHandle) -> Result<GraphHandle> {
 /// # Safety
 /// `stream` is live.
 pub unsafe fn stream_capture_info(stream: StreamHandle) -> Result<CaptureState> {
-    ensure_context()?;
     let mut status = cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: the caller's contract: `stream` is live; `status` is a valid
-    // out-pointer.
-    let result = call("cuStreamIsCapturing", || unsafe {
-        cu::cuStreamIsCapturing(stream.raw(), &mut status)
-    });
+    // No context check first (a thread-local lookup, a call in a shared
+    // library): `with_context` makes one current only where the driver
+    // asks for it.
+    let result = with_context(|| {
+        // SAFETY: the caller's contract: `stream` is live; `status` is a
+        // valid out-pointer.
+        call("cuStreamIsCapturing", || unsafe {
+            cu::cuStreamIsCapturing(stream.raw(), &mut status)
+        })
+    })?;
     check(result, "cuStreamIsCapturing", 0)?;
     if status == cu::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(CaptureState::None);
