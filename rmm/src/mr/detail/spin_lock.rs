@@ -20,8 +20,9 @@
 //! in docs/performance.md). Any other thread that takes it revokes the
 //! bias first: it clears the owner, runs the heavy half of an asymmetric
 //! fence (`membarrier(2)`, microseconds; [`asymmetric_fence`]) and waits
-//! for the owner to leave. A lock revoked [`MAX_REVOCATIONS`] times stays
-//! unbiased. Where the fence is not available, or with
+//! for the owner to leave. Only the first owner is ever biased again (a
+//! revoked owner's late stores to `busy` could otherwise clear a later
+//! owner's), and a lock revoked [`MAX_REVOCATIONS`] times stays unbiased. Where the fence is not available, or with
 //! `RMM_BIASED_LOCKS=0`, no lock is biased.
 //!
 //! No poisoning: a panic under the lock releases it, and the data it
@@ -69,6 +70,14 @@ pub(crate) struct SpinLock<T> {
     /// The owner is inside the lock on its fast path. Written only by the
     /// owner's thread.
     busy: AtomicBool,
+    /// The one thread the lock may ever be biased to: the first owner
+    /// (written under `locked`). An owner whose bias was revoked may
+    /// still set and clear `busy` after the revoker looked (it read
+    /// `owner` before the revocation and stores later); were the lock then
+    /// biased to another thread, those late stores could clear that
+    /// owner's `busy` while it is inside. Biased again only to the same
+    /// thread, the late stores come before its later ones.
+    first: AtomicU64,
     /// The token of the thread that took `locked` last (written under it).
     last: AtomicU64,
     /// Biases revoked so far (written under `locked`).
@@ -97,6 +106,7 @@ impl<T> SpinLock<T> {
             locked: AtomicBool::new(false),
             owner: AtomicU64::new(0),
             busy: AtomicBool::new(false),
+            first: AtomicU64::new(0),
             last: AtomicU64::new(0),
             revocations: AtomicU32::new(0),
             value: UnsafeCell::new(value),
@@ -171,8 +181,8 @@ impl<T> SpinLock<T> {
 
     /// Under `locked`: revokes another thread's bias (waiting for it to
     /// leave), and biases the lock to this thread when it also took the
-    /// flag last time, the fence is available and the lock was not
-    /// revoked too often. A lock biased here is held as the owner holds
+    /// flag last time, no other thread was ever biased, the fence is
+    /// available and the lock was not revoked too often. A lock biased here is held as the owner holds
     /// it (`busy` set) as well as by the flag, so that a nested `lock`
     /// waits as it would without the bias; how the guard lets go.
     fn settle_bias(&self, me: u64) -> Release {
@@ -182,11 +192,14 @@ impl<T> SpinLock<T> {
         // Under `locked`: a load and a store, no read-modify-write.
         let last = self.last.load(Ordering::Relaxed);
         self.last.store(me, Ordering::Relaxed);
+        let first = self.first.load(Ordering::Relaxed);
         if last == me
+            && (first == 0 || first == me)
             && self.revocations.load(Ordering::Relaxed) < MAX_REVOCATIONS
             && asymmetric_fence::available()
         {
             // No revoker reads `busy` meanwhile: they all wait for `locked`.
+            self.first.store(me, Ordering::Relaxed);
             self.busy.store(true, Ordering::Relaxed);
             self.owner.store(me, Ordering::Relaxed);
             return Release::Both;
@@ -475,6 +488,67 @@ mod tests {
             }
             assert_eq!(*lock.lock(), (9_000, 9_000), "round {round}");
         }
+    }
+
+    /// An owner whose bias was revoked may still set and clear `busy`
+    /// after the revoker looked. So no other thread gets the bias after it:
+    /// those late stores cannot let a revoker in beside a later owner.
+    #[test]
+    fn only_the_first_owner_is_ever_biased() {
+        use std::sync::mpsc::channel;
+        if !asymmetric_fence::available() {
+            return;
+        }
+        let lock = Arc::new(SpinLock::new(0u32));
+        // The first owner takes the lock twice, then stays alive (no later
+        // thread gets its token).
+        let (a_done, a_wait) = channel::<()>();
+        let (a_ready, a_is_ready) = channel::<()>();
+        let a = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                drop(lock.lock());
+                drop(lock.lock());
+                assert!(lock.biased_to_me());
+                a_ready.send(()).unwrap();
+                a_wait.recv().unwrap();
+            })
+        };
+        a_is_ready.recv().unwrap();
+        // Another thread revokes it and takes the lock again and again: it
+        // holds the flag each time, never the bias.
+        let (c_in, c_is_in) = channel::<()>();
+        let (c_go, c_wait) = channel::<()>();
+        let c = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    drop(lock.lock());
+                }
+                assert!(!lock.biased_to_me());
+                let mut g = lock.lock();
+                assert_eq!(g.release, Release::Locked);
+                c_in.send(()).unwrap();
+                c_wait.recv().unwrap();
+                *g += 1;
+            })
+        };
+        c_is_in.recv().unwrap();
+        // The first owner's late stores, as a descheduled one would make them.
+        lock.busy.store(true, Ordering::Relaxed);
+        lock.busy.store(false, Ordering::Release);
+        let d = {
+            let lock = lock.clone();
+            std::thread::spawn(move || *lock.lock())
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!d.is_finished(), "a taker got in beside the holder");
+        c_go.send(()).unwrap();
+        assert_eq!(d.join().unwrap(), 1);
+        c.join().unwrap();
+        a_done.send(()).unwrap();
+        a.join().unwrap();
+        assert_eq!(lock.revocations.load(Ordering::Relaxed), 1);
     }
 
     /// After [`MAX_REVOCATIONS`] revocations the lock is not biased again.
