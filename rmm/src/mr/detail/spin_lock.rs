@@ -22,8 +22,9 @@
 //! fence (`membarrier(2)`, microseconds; [`asymmetric_fence`]) and waits
 //! for the owner to leave. Only the first owner is ever biased again (a
 //! revoked owner's late stores to `busy` could otherwise clear a later
-//! owner's), and a lock revoked [`MAX_REVOCATIONS`] times stays unbiased. Where the fence is not available, or with
-//! `RMM_BIASED_LOCKS=0`, no lock is biased.
+//! owner's), and a lock revoked [`MAX_REVOCATIONS`] times stays unbiased.
+//! Where the fence is not available, or with `RMM_BIASED_LOCKS=0`, no lock
+//! is biased.
 //!
 //! No poisoning: a panic under the lock releases it, and the data it
 //! guards keeps its invariants between calls (each caller's updates are
@@ -182,9 +183,10 @@ impl<T> SpinLock<T> {
     /// Under `locked`: revokes another thread's bias (waiting for it to
     /// leave), and biases the lock to this thread when it also took the
     /// flag last time, no other thread was ever biased, the fence is
-    /// available and the lock was not revoked too often. A lock biased here is held as the owner holds
-    /// it (`busy` set) as well as by the flag, so that a nested `lock`
-    /// waits as it would without the bias; how the guard lets go.
+    /// available and the lock was not revoked too often. A lock biased
+    /// here is held as the owner holds it (`busy` set) as well as by the
+    /// flag, so that a nested `lock` waits as it would without the bias;
+    /// how the guard lets go.
     fn settle_bias(&self, me: u64) -> Release {
         if self.owner.load(Ordering::Relaxed) != 0 {
             self.revoke();
