@@ -49,7 +49,7 @@ impl Entry {
         // SAFETY: `type_id` and `ptr` were taken from the slot's concrete
         // type and its `Arc` when the entry was made (`insert`, the only
         // constructor), and `type_id` equals `Slot<L>`'s, so `ptr` points to
-        // a live `Slot<L>` (the entry owns a reference in `slot`), borrowed
+        // a live `Slot<L>` (the entry owns a reference in `_slot`), borrowed
         // no longer than `self`.
         #[allow(unsafe_code)]
         Some(unsafe { &*self.ptr.cast::<Slot<L>>() })
